@@ -1,0 +1,84 @@
+"""Test agents that need no model: ``scripted`` plays the task's oracle, ``random`` acts at random.
+
+The scripted agent proves the reward path end to end: the oracle's actions are ordinary shared actions,
+sent through the env server's step like any model's.
+"""
+
+from __future__ import annotations
+
+import random
+
+from mintgym.action_spaces import ACTION_TYPES, ActionModel, Done
+from mintgym.policy import AgentContext, AgentStep
+from mintgym.types import Observation
+
+
+class ScriptedAgent:
+    """Plays the task's oracle: asks the env server for the next scripted action each step."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.context: AgentContext | None = None
+
+    async def start(self, context: AgentContext) -> None:
+        if context.oracle is None:
+            raise ValueError("the scripted agent needs the task oracle; this rollout does not provide one")
+        self.context = context
+
+    async def act(self, observation: Observation) -> AgentStep:
+        assert self.context is not None and self.context.oracle is not None, "start() first"
+        data = await self.context.oracle()
+        if data is None:  # the oracle has nothing left to do: end the episode
+            return AgentStep(Done(), text="done()")
+        action = self.context.action_set.build(data)
+        return AgentStep(action, text=str(data))
+
+
+class RandomAgent:
+    """Uniformly random actions of the domain's set, on screen; a floor for comparisons and fuzzing."""
+
+    name = "random"
+
+    def __init__(self, seed: int | None = None, done_probability: float = 0.05):
+        self.rng = random.Random(seed)
+        self.done_probability = done_probability
+        self.context: AgentContext | None = None
+
+    async def start(self, context: AgentContext) -> None:
+        self.context = context
+        if context.seed is not None:
+            self.rng.seed(context.seed)
+
+    async def act(self, observation: Observation) -> AgentStep:
+        assert self.context is not None, "start() first"
+        if self.rng.random() < self.done_probability:
+            return AgentStep(Done(success=False), text="done(success=False)")
+        kinds = [k for k in self.context.action_set.type_names if k != "done"]
+        kind = self.rng.choice(kinds)
+        action = random_action(ACTION_TYPES[kind], observation.screen_size, self.rng)
+        return AgentStep(action, text=kind)
+
+
+def random_action(cls: type[ActionModel], screen_size: tuple[int, int], rng: random.Random) -> ActionModel:
+    width, height = screen_size
+    values: dict = {}
+    for fx, fy in cls.points:
+        values[fx], values[fy] = rng.randrange(width), rng.randrange(height)
+    kind = cls.model_fields["type"].default
+    if kind == "zoom":
+        x1, y1 = rng.randrange(width - 1), rng.randrange(height - 1)
+        values.update(x1=x1, y1=y1, x2=rng.randrange(x1 + 1, width), y2=rng.randrange(y1 + 1, height))
+    extra = {
+        "type": {"text": rng.choice(["hello", "42", "ok", "MintGym"])},
+        "key": {"keys": [rng.choice(["enter", "tab", "escape", "backspace", "a"])]},
+        "scroll": {"dy": rng.choice([-300, -100, 100, 300])},
+        "wait": {"seconds": 0.1},
+        "goto": {"url": "http://127.0.0.1/"},
+        "python": {"code": rng.choice(["print(1 + 1)", "import numpy as np\nprint(np.arange(3))"])},
+        "open_app": {"app": rng.choice(["Settings", "Clock"])},
+        "long_press": {"duration": 0.5},
+        "swipe": {"duration": 0.3},
+    }.get(kind, {})
+    values.update(extra)
+    return cls(**values)

@@ -1,0 +1,1 @@
+"""Environment implementations, one subpackage per domain: web, desktop, android, pytool."""

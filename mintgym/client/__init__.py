@@ -1,0 +1,1 @@
+"""Layer 2: clients of the env server: EnvClient (gymnasium) and AsyncEnvClient."""

@@ -1,0 +1,119 @@
+"""Layer 2: the gymnasium client. ``EnvClient`` IS a ``gymnasium.Env``: wrappers, checkers and rollout
+code cannot tell it from an in-process environment.
+
+``reset(seed=, options={"task_id": ...})`` starts an episode; ``step(action)`` takes model text
+(``"click(x=10, y=20)"``), a typed action or a dict. An invalid action is a step with reward 0 and
+``info["error"]``; a dead environment raises :class:`~mintgym.errors.SessionFailed`.
+``last_observation`` holds the typed :class:`~mintgym.types.Observation` (with ``frame_id``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import httpx
+
+from mintgym.action_spaces import ActionModel
+from mintgym.client import protocol
+from mintgym.errors import ServerError
+from mintgym.spaces import action_space, observation_space, observation_to_dict
+from mintgym.types import Observation
+
+
+class EnvClient(gym.Env):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+
+    def __init__(self, base_url: str, *, domain: str, task_id: str | None = None, token: str | None = None,
+                 encoding: str = "png", side_channels: tuple[str, ...] = (), env_options: dict | None = None,
+                 timeout: float = 120.0, render_mode: str | None = "rgb_array",
+                 on_close: Callable[[], None] | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.domain = domain
+        self.task_id = task_id
+        self.encoding = encoding
+        self.side_channels = tuple(side_channels)
+        self.render_mode = render_mode
+        self._on_close = on_close
+        self._http = httpx.Client(base_url=self.base_url, headers=protocol.headers(token), timeout=timeout,
+                                  trust_env=False)
+        self.session_id: str | None = None
+        self.last_observation: Observation | None = None
+        try:
+            resp = self._http.post("/v1/sessions", json={"side_channels": list(self.side_channels),
+                                                        "env_options": env_options or {}})
+        except httpx.HTTPError as err:
+            self._http.close()
+            raise ServerError(f"cannot reach the env server at {self.base_url}: {err}") from err
+        protocol.raise_for_error(resp)
+        created = resp.json()
+        self.session_id = created["session_id"]
+        self.screen_size = tuple(created["screen_size"])
+        self.observation_space = observation_space(self.screen_size, self.side_channels)
+        self.action_space = action_space()
+
+    # ---- gymnasium API -------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        unknown = set(options) - {"task_id"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; the only option is 'task_id'")
+        task_id = options.get("task_id", self.task_id)
+        resp = self._post(f"/v1/sessions/{self.session_id}/reset",
+                          protocol.reset_body(task_id, seed, self.encoding))
+        obs, meta = protocol.decode_frame(resp)
+        self.last_observation = obs
+        info = dict(meta.info, frame_id=obs.frame_id)
+        return observation_to_dict(obs, self.side_channels), info
+
+    def step(self, action: str | ActionModel | dict):
+        resp = self._post(f"/v1/sessions/{self.session_id}/step", protocol.step_body(action, self.encoding))
+        obs, meta = protocol.decode_frame(resp)
+        self.last_observation = obs
+        info = dict(meta.info, frame_id=obs.frame_id)
+        return observation_to_dict(obs, self.side_channels), meta.reward, meta.terminated, meta.truncated, info
+
+    def render(self):
+        return None if self.last_observation is None else self.last_observation.screenshot
+
+    def close(self) -> None:
+        if self.session_id is not None:
+            try:
+                self._http.delete(f"/v1/sessions/{self.session_id}")
+            except httpx.HTTPError:
+                pass  # the server is gone already
+            self.session_id = None
+        if not self._http.is_closed:
+            self._http.close()
+        if self._on_close is not None:
+            on_close, self._on_close = self._on_close, None
+            on_close()
+        super().close()
+
+    # ---- beyond gymnasium ------------------------------------------------------------------------
+    def evaluate(self) -> float:
+        resp = self._post(f"/v1/sessions/{self.session_id}/evaluate", {})
+        protocol.raise_for_error(resp)
+        return float(resp.json()["score"])
+
+    def oracle_action(self) -> dict | None:
+        """The task oracle's next action (a JSON action), for scripted test agents."""
+        resp = self._post(f"/v1/sessions/{self.session_id}/oracle", {})
+        protocol.raise_for_error(resp)
+        return resp.json()["action"]
+
+    def spec_json(self) -> dict:
+        resp = self._http.get("/v1/spec")
+        protocol.raise_for_error(resp)
+        return resp.json()
+
+    def _post(self, path: str, body: dict) -> httpx.Response:
+        if self.session_id is None:
+            raise ServerError("this client is closed")
+        try:
+            return self._http.post(path, json=body)
+        except httpx.TimeoutException as err:
+            raise ServerError(f"env server at {self.base_url} did not answer {path} in time: {err}") from err
+        except httpx.HTTPError as err:
+            raise ServerError(f"env server at {self.base_url} failed on {path}: {err}") from err

@@ -1,0 +1,160 @@
+"""Layer 1: one episode of a task on an environment -- the step semantics every transport shares.
+
+The env server and the in-process client both drive an :class:`Episode`, so step counting, action
+validation, termination and reward are defined once:
+
+* an invalid or unparseable action counts as a step, changes nothing, gets reward 0 and ``info["error"]``;
+* ``done`` ends the episode (terminated); ``max_steps`` truncates it; the task may end it too;
+* the reward is ``task.evaluate(env)`` when the episode ends, 0 before.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import numpy as np
+
+from mintgym.action_spaces import ActionModel, Done, InvalidAction, Zoom
+from mintgym.env.core import Environment, Task
+from mintgym.errors import EpisodeStateError, TaskUnavailable
+from mintgym.types import SIDE_CHANNELS, Observation
+
+
+def enlarge_region(shot: np.ndarray, region: tuple[int, int, int, int]) -> np.ndarray:
+    """The region (x1, y1, x2, y2) of ``shot`` scaled up to the full frame size."""
+    from PIL import Image
+
+    x1, y1, x2, y2 = region
+    height, width = shot.shape[:2]
+    crop = Image.fromarray(shot[y1:y2, x1:x2])
+    return np.asarray(crop.resize((width, height), Image.Resampling.LANCZOS), dtype=np.uint8)
+
+
+@dataclass
+class StepOutcome:
+    observation: Observation
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Episode:
+    """Drives one task on one environment from reset to the end."""
+
+    def __init__(self, env: Environment, side_channels: frozenset[str] = frozenset()):
+        unknown = set(side_channels) - set(SIDE_CHANNELS)
+        if unknown:
+            raise ValueError(f"unknown side channels {sorted(unknown)}; known: {', '.join(SIDE_CHANNELS)}")
+        self.env = env
+        self.side_channels = frozenset(side_channels)
+        self.task: Task | None = None
+        self.instruction = ""
+        self.step_count = 0
+        self.ended = False
+        self.episode_id = ""
+        self.last_reward = 0.0
+        self._oracle: AsyncIterator[ActionModel] | None = None
+        self._zoom: tuple[int, int, int, int] | None = None
+
+    async def reset(self, task: Task, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        reason = task.unavailable()
+        if reason:
+            raise TaskUnavailable(f"task {task.id!r} cannot run here: {reason}")
+        if self.task is not None:
+            await self.task.teardown(self.env)
+        self.task = task
+        self.step_count = 0
+        self.ended = False
+        self.last_reward = 0.0
+        self._oracle = None
+        self._zoom = None
+        self.episode_id = uuid.uuid4().hex[:12]
+        self.env.answer = None
+        self.env.claimed_success = None
+        rng = random.Random(seed)
+        await self.env.reset(task, seed)
+        instruction = await task.setup(self.env, rng)
+        self.instruction = instruction if instruction is not None else task.instruction
+        obs = await self.observe()
+        return obs, {"task_id": task.id, "episode_id": self.episode_id, "seed": seed,
+                     "max_steps": task.max_steps}
+
+    async def observe(self) -> Observation:
+        shot = await self.env.screenshot()
+        zoom, self._zoom = self._zoom, None
+        if zoom is not None:
+            shot = enlarge_region(shot, zoom)
+        channels = await self.env.side_channels(self.side_channels) if self.side_channels else {}
+        return Observation(
+            screenshot=shot,
+            instruction=self.instruction,
+            domain=self.env.domain,
+            step=self.step_count,
+            frame_id=f"{self.episode_id}-{self.step_count}",
+            text=channels.get("text"),
+            a11y=channels.get("a11y"),
+            zoom=zoom,
+        )
+
+    async def step(self, action: ActionModel | dict | None, parse_error: str | None = None) -> StepOutcome:
+        """Validate and execute ``action``; ``parse_error`` records an action the agent failed to express."""
+        if self.task is None:
+            raise EpisodeStateError("step() before reset(): reset the session first")
+        if self.ended:
+            raise EpisodeStateError("step() after the episode ended: call reset() to start a new one")
+        info: dict[str, Any] = {}
+        started = time.perf_counter()
+        self.step_count += 1
+        terminated = False
+        try:
+            if parse_error is not None:
+                raise InvalidAction(parse_error)
+            if action is None:
+                raise InvalidAction("no action given")
+            action = self.env.action_set.validate(action, self.env.screen_size)
+            info["action"] = action.to_json()
+            if isinstance(action, Done):
+                self.env.answer = action.answer
+                self.env.claimed_success = action.success
+                terminated = True
+            elif isinstance(action, Zoom):
+                if not (action.x2 > action.x1 and action.y2 > action.y1):
+                    raise InvalidAction("zoom: the region needs x2 > x1 and y2 > y1")
+                self._zoom = (action.x1, action.y1, action.x2, action.y2)
+            else:
+                await self.env.execute(action)
+        except InvalidAction as err:
+            info["error"] = str(err)
+        terminated = terminated or await self.task.finished(self.env)
+        truncated = not terminated and self.step_count >= self.task.max_steps
+        reward = 0.0
+        if terminated or truncated:
+            reward = float(await self.task.evaluate(self.env))
+            if not 0.0 <= reward <= 1.0:
+                raise ValueError(f"task {self.task.id!r} evaluate() returned {reward}, outside [0, 1]")
+            self.ended = True
+            self.last_reward = reward
+        obs = await self.observe()
+        info["step_seconds"] = time.perf_counter() - started
+        return StepOutcome(obs, reward, terminated, truncated, info)
+
+    async def evaluate(self) -> float:
+        if self.task is None:
+            raise EpisodeStateError("evaluate() before reset()")
+        return float(await self.task.evaluate(self.env))
+
+    async def oracle_action(self) -> ActionModel | None:
+        """The oracle's next action for the current state, or None when it has nothing left."""
+        if self.task is None:
+            raise EpisodeStateError("oracle_action() before reset()")
+        if self._oracle is None:
+            self._oracle = self.task.oracle(self.env).__aiter__()
+        try:
+            return await self._oracle.__anext__()
+        except StopAsyncIteration:
+            return None

@@ -1,0 +1,47 @@
+"""Layer 0: infrastructure faults. Agent mistakes are observations (info["error"]); these are exceptions."""
+
+from __future__ import annotations
+
+
+class MintGymError(Exception):
+    """Base of every MintGym infrastructure error."""
+
+
+class RegistrationError(MintGymError, KeyError):
+    """An unknown or duplicate environment or task id."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class EnvironmentCrashed(MintGymError):
+    """The environment's browser, display, emulator or sandbox died; the session must be replaced."""
+
+
+class SessionFailed(MintGymError):
+    """The server reported that a session failed (its environment crashed or a request timed out)."""
+
+
+class SessionNotFound(MintGymError):
+    """The server does not know this session id (closed, expired or never created)."""
+
+
+class ServerError(MintGymError):
+    """The env server answered with an error, or could not be reached."""
+
+    def __init__(self, message: str, status: int | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class BackendError(MintGymError):
+    """A runtime backend could not start, reach or stop an env server."""
+
+
+class TaskUnavailable(MintGymError):
+    """The task cannot run on this machine (missing app, needs the internet); carries the reason."""
+
+
+class EpisodeStateError(MintGymError, RuntimeError):
+    """An episode call out of order: step() before reset() or after the episode ended."""

@@ -1,0 +1,111 @@
+"""Layer 4: one episode -- an agent against an env session, recorded as a Trajectory.
+
+Agent mistakes (unparseable text, invalid actions) are steps with an error; an environment or server
+fault ends the episode with status ``error`` and its reason; an episode over its wall-clock budget ends
+with ``timeout``. Nothing is dropped: every episode returns a trajectory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+from mintgym.action_spaces import action_set_for
+from mintgym.client.aio import AsyncSession
+from mintgym.errors import MintGymError
+from mintgym.policy import Agent, AgentContext
+from mintgym.trajectory.store import TrajectoryWriter
+from mintgym.trajectory.types import StepRecord, Trajectory
+from mintgym.types import Observation
+
+SUCCESS_THRESHOLD = 1.0 - 1e-6
+
+
+def _status_for(reward: float, info: dict) -> str:
+    if "success" in info:
+        return "success" if info["success"] else "failure"
+    return "success" if reward >= SUCCESS_THRESHOLD else "failure"
+
+
+async def run_episode(session: AsyncSession, agent: Agent, task_id: str, *, seed: int | None = None,
+                      run_dir: str | Path | None = None, max_seconds: float | None = None,
+                      group_id: str | None = None, trajectory_id: str | None = None,
+                      started: tuple[Observation, dict] | None = None) -> Trajectory:
+    """Play one episode and return its trajectory (written under ``run_dir`` when given).
+
+    ``started``: the (observation, info) of a reset already done for this episode (an EnvPool's).
+    """
+    traj = Trajectory(id=trajectory_id or f"{task_id.replace('/', '__')}-{seed}-{uuid.uuid4().hex[:8]}",
+                      task_id=task_id, domain="", instruction="", agent=agent.name, seed=seed,
+                      started=time.time(), group_id=group_id)
+    recorder = _Recorder(run_dir, traj)
+    try:
+        coro = _play(session, agent, task_id, seed, traj, recorder, started)
+        await (asyncio.wait_for(coro, max_seconds) if max_seconds else coro)
+    except asyncio.TimeoutError:
+        traj.status, traj.error = "timeout", f"episode exceeded its budget of {max_seconds:.0f}s"
+    except MintGymError as err:
+        traj.status, traj.error = "error", f"{type(err).__name__}: {err}"
+    except Exception as err:  # an agent's crash: recorded as the episode's error, never swallowed silently
+        traj.status, traj.error = "error", f"agent {agent.name} failed: {type(err).__name__}: {err}"
+    traj.ended = time.time()
+    if recorder.writer is not None:
+        recorder.writer.close()
+    return traj
+
+
+class _Recorder:
+    """Holds the trajectory writer once the episode has started, so any ending can close it."""
+
+    def __init__(self, run_dir: str | Path | None, traj: Trajectory):
+        self.run_dir, self.traj = run_dir, traj
+        self.writer: TrajectoryWriter | None = None
+
+    def open(self) -> TrajectoryWriter | None:
+        if self.run_dir is not None:
+            self.writer = TrajectoryWriter(self.run_dir, self.traj)
+        return self.writer
+
+
+async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | None, traj: Trajectory,
+                recorder: _Recorder, started: tuple[Observation, dict] | None) -> None:
+    obs, info = started if started is not None else await session.reset(task_id, seed)
+    traj.domain, traj.instruction = obs.domain, obs.instruction
+    writer = recorder.open()
+    context = AgentContext(task_id=task_id, domain=obs.domain, instruction=obs.instruction,
+                           action_set=action_set_for(session.action_set), screen_size=obs.screen_size,
+                           max_steps=int(info.get("max_steps", 0)), seed=seed, oracle=session.oracle_action)
+    await agent.start(context)
+    reward = 0.0
+    while True:
+        t0 = time.perf_counter()
+        decision = await agent.act(obs)
+        t_agent = time.perf_counter() - t0
+        frame = writer.frame(obs.screenshot) if writer is not None else ""
+        payload = decision.action if decision.action is not None else decision.text
+        result = await session.step(payload)
+        record = StepRecord(
+            index=len(traj.steps), frame_id=obs.frame_id, screenshot=frame, screen_size=obs.screen_size,
+            action=decision.action.to_json() if decision.action is not None else None, text=decision.text,
+            error=decision.error or result.info.get("error"), reward=result.reward, terminated=result.terminated,
+            truncated=result.truncated, prompt_token_ids=decision.prompt_token_ids,
+            response_token_ids=decision.response_token_ids, logprobs=decision.logprobs,
+            policy_version=decision.policy_version, zoom=obs.zoom,
+            timings={"agent": t_agent, "env": float(result.info.get("step_seconds", 0.0)),
+                     "total": time.perf_counter() - t0},
+            extra=decision.extra,
+        )
+        if writer is not None:
+            writer.step(record)
+        else:
+            traj.steps.append(record)
+        obs = result.observation
+        if result.terminated or result.truncated:
+            reward = result.reward
+            traj.total_reward = reward
+            traj.status = _status_for(reward, result.info)
+            break
+    if writer is not None:
+        traj.final_screenshot = writer.frame(obs.screenshot)

@@ -1,0 +1,74 @@
+"""Layer 4: run many episodes concurrently over an EnvPool on one env server.
+
+Used by ``mintgym rollout`` and ``mintgym eval``. Each of ``concurrency`` workers takes the next
+(task, seed) job, asks the pool to reset a spare session for the job after it in the background, plays
+its episode and reports the trajectory. A failed episode is reported with its reason, never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from mintgym.client.aio import AsyncEnvClient
+from mintgym.errors import MintGymError
+from mintgym.policy import Agent
+from mintgym.rollout.episode import run_episode
+from mintgym.runtime.pool import EnvPool
+from mintgym.trajectory.store import TrajectoryWriter
+from mintgym.trajectory.types import Trajectory
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    task_id: str
+    seed: int | None
+    #: A stable name for the episode, so a resumed run can tell it is done.
+    key: str
+
+
+async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[], Agent], *,
+                   concurrency: int = 1, run_dir: str | Path | None = None, token: str | None = None,
+                   encoding: str = "raw", max_seconds: float | None = None,
+                   on_done: Callable[[EpisodeJob, Trajectory], None] | None = None) -> list[Trajectory]:
+    if not jobs:
+        return []
+    concurrency = max(1, min(concurrency, len(jobs)))
+    queue: list[EpisodeJob] = list(jobs)
+    results: list[Trajectory] = []
+    async with AsyncEnvClient(base_url, token=token, encoding=encoding) as client:
+        pool = await EnvPool(client, concurrency + (1 if len(jobs) > concurrency else 0)).start()
+
+        async def worker() -> None:
+            agent = make_agent()
+            while queue:
+                job = queue.pop(0)
+                if queue:
+                    pool.prepare(queue[0].task_id, queue[0].seed)
+                try:
+                    prepared = await pool.checkout(job.task_id, job.seed)
+                except MintGymError as err:
+                    traj = Trajectory(id=job.key, task_id=job.task_id, domain="", instruction="", agent=agent.name,
+                                      seed=job.seed, status="error", error=f"reset failed: {type(err).__name__}: {err}")
+                    if run_dir is not None:  # recorded like any episode, so reports and resumes see it
+                        TrajectoryWriter(run_dir, traj).close()
+                    _finish(job, traj)
+                    continue
+                traj = await run_episode(prepared.session, agent, job.task_id, seed=job.seed, run_dir=run_dir,
+                                         max_seconds=max_seconds, trajectory_id=job.key,
+                                         started=(prepared.observation, prepared.info))
+                await pool.checkin(prepared.session, failed=traj.status == "error")
+                _finish(job, traj)
+
+        def _finish(job: EpisodeJob, traj: Trajectory) -> None:
+            results.append(traj)
+            if on_done is not None:
+                on_done(job, traj)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        finally:
+            await pool.close()
+    return results

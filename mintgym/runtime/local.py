@@ -1,0 +1,112 @@
+"""Layer 3: the ``local`` provider -- the env server as a subprocess of this process (the default).
+
+The parent binds 127.0.0.1 on a free port and hands the listening socket to the child (no port race).
+The child runs in its own process group, is told to exit when the parent dies (PR_SET_PDEATHSIG plus a
+polling fallback), and ``stop`` ends the whole group, so no server or browser outlives its owner.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+from mintgym.errors import BackendError
+from mintgym.runtime.providers import Provider, ServerHandle, wait_for_health
+
+
+class LocalProvider(Provider):
+    name = "local"
+
+    def __init__(self, bind: str = "127.0.0.1", request_timeout: float = 60.0, python: str | None = None):
+        self.bind = bind
+        self.request_timeout = request_timeout
+        self.python = python or sys.executable
+        self._procs: dict[str, subprocess.Popen] = {}
+        self._logs: dict[str, str] = {}
+        self._lock = threading.Lock()
+        atexit.register(self.stop_all)
+
+    def start(self, domain: str, *, token: str | None = None, options: dict | None = None) -> ServerHandle:
+        options = dict(options or {})
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.bind, 0))
+        listener.listen(1024)
+        port = listener.getsockname()[1]
+        log = tempfile.NamedTemporaryFile(prefix=f"mintgym-{domain}-{port}-", suffix=".log", delete=False)
+        cmd = [self.python, "-m", "mintgym.server", domain, "--fd", str(listener.fileno()),
+               "--parent-pid", str(os.getpid()), "--request-timeout", str(options.pop("request_timeout", self.request_timeout)),
+               "--host-options", json.dumps(options.pop("host_options", {}))]
+        env = dict(os.environ)
+        if token:
+            env["MINTGYM_TOKEN"] = token
+        try:
+            proc = subprocess.Popen(cmd, pass_fds=[listener.fileno()], stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+        finally:
+            listener.close()
+            log.close()
+        ident = str(proc.pid)
+        with self._lock:
+            self._procs[ident] = proc
+            self._logs[ident] = log.name
+        return ServerHandle(f"http://{self.bind}:{port}", domain, token, ident, {"log": log.name})
+
+    def wait_ready(self, handle: ServerHandle, timeout: float = 120.0) -> None:
+        try:
+            wait_for_health(handle, timeout, alive=lambda: self.alive(handle))
+        except BackendError as err:
+            raise BackendError(f"{err}\n--- server log ({handle.extra.get('log')}) ---\n{self.log_tail(handle)}") from None
+
+    def alive(self, handle: ServerHandle) -> bool:
+        proc = self._procs.get(handle.ident)
+        return proc is not None and proc.poll() is None
+
+    def log_tail(self, handle: ServerHandle, chars: int = 4000) -> str:
+        path = self._logs.get(handle.ident) or handle.extra.get("log")
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()[-chars:]
+        except (OSError, TypeError):
+            return "(no log)"
+
+    def stop(self, handle: ServerHandle, grace: float = 10.0) -> None:
+        with self._lock:
+            proc = self._procs.pop(handle.ident, None)
+            log = self._logs.pop(handle.ident, None)
+        if proc is None:
+            return
+        _terminate_group(proc, grace)
+        if log:
+            try:
+                os.unlink(log)
+            except OSError:
+                pass
+
+    def stop_all(self) -> None:
+        for ident in list(self._procs):
+            self.stop(ServerHandle("", "", ident=ident), grace=5.0)
+
+
+def _terminate_group(proc: subprocess.Popen, grace: float) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    try:  # whatever is left of the group (browsers, displays) goes too
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()

@@ -1,0 +1,98 @@
+"""Layer 3: EnvPool -- N env sessions kept warm on one server, with resets done in the background.
+
+``prepare(task_id, seed)`` resets an idle session ahead of time; ``checkout(task_id, seed)`` hands out a
+session already reset for that episode (or resets one now); ``checkin`` returns it. A session whose
+environment failed is closed and replaced by a new one, so the pool keeps its size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from mintgym.client.aio import AsyncEnvClient, AsyncSession
+from mintgym.errors import MintGymError
+from mintgym.types import Observation
+
+
+@dataclass
+class PreparedEpisode:
+    session: AsyncSession
+    observation: Observation
+    info: dict
+
+
+class EnvPool:
+    def __init__(self, client: AsyncEnvClient, size: int, side_channels: tuple[str, ...] = (),
+                 env_options: dict | None = None):
+        if size < 1:
+            raise ValueError(f"an EnvPool needs at least one session, got size={size}")
+        self.client = client
+        self.size = size
+        self.side_channels = side_channels
+        self.env_options = env_options or {}
+        self._idle: asyncio.Queue[AsyncSession] = asyncio.Queue()
+        self._prepared: dict[tuple, list[asyncio.Task]] = {}
+        self.replaced = 0
+
+    async def start(self) -> "EnvPool":
+        sessions = await asyncio.gather(*(self._new_session() for _ in range(self.size)))
+        for s in sessions:
+            self._idle.put_nowait(s)
+        return self
+
+    async def _new_session(self) -> AsyncSession:
+        return await self.client.session(self.side_channels, self.env_options)
+
+    def prepare(self, task_id: str | None, seed: int | None) -> bool:
+        """Reset an idle session for (task_id, seed) in the background; False when none is idle."""
+        if self._idle.empty():
+            return False
+        session = self._idle.get_nowait()
+        job = asyncio.create_task(self._reset(session, task_id, seed))
+        self._prepared.setdefault((task_id, seed), []).append(job)
+        return True
+
+    async def _reset(self, session: AsyncSession, task_id, seed) -> PreparedEpisode:
+        try:
+            obs, info = await session.reset(task_id, seed)
+        except BaseException:
+            await self.checkin(session, failed=True)
+            raise
+        return PreparedEpisode(session, obs, info)
+
+    async def checkout(self, task_id: str | None, seed: int | None) -> PreparedEpisode:
+        jobs = self._prepared.get((task_id, seed))
+        if jobs:
+            job = jobs.pop(0)
+            if not jobs:
+                del self._prepared[(task_id, seed)]
+            return await job
+        session = await self._idle.get()
+        return await self._reset(session, task_id, seed)
+
+    async def checkin(self, session: AsyncSession, failed: bool = False) -> None:
+        if failed:
+            await session.close()
+            try:
+                session = await self._new_session()
+                self.replaced += 1
+            except MintGymError:
+                self.size -= 1  # the server cannot give us another; shrink rather than hang
+                return
+        self._idle.put_nowait(session)
+
+    async def close(self) -> None:
+        for jobs in self._prepared.values():
+            for job in jobs:
+                job.cancel()
+        for jobs in list(self._prepared.values()):
+            for job in jobs:
+                try:
+                    prepared = await job
+                    await prepared.session.close()
+                except BaseException:
+                    pass
+        self._prepared.clear()
+        while not self._idle.empty():
+            await self._idle.get_nowait().close()

@@ -1,0 +1,30 @@
+"""``python -m mintgym.server DOMAIN [--host H] [--port P] [--fd N] [--parent-pid PID]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from mintgym.server.serve import serve
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m mintgym.server", description="Run a MintGym env server.")
+    parser.add_argument("domain")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--fd", type=int, default=None)
+    parser.add_argument("--parent-pid", type=int, default=None)
+    parser.add_argument("--token", default=None)
+    parser.add_argument("--request-timeout", type=float, default=60.0)
+    parser.add_argument("--max-sessions", type=int, default=1024)
+    parser.add_argument("--host-options", default="{}", help="JSON object passed to the environment host")
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args()
+    serve(args.domain, args.host, args.port, token=args.token, fd=args.fd, parent_pid=args.parent_pid,
+          request_timeout=args.request_timeout, max_sessions=args.max_sessions,
+          host_options=json.loads(args.host_options), log_level=args.log_level)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""Layer 2: the env server -- one FastAPI app hosting many sessions of one environment kind under /v1.
+
+Routes: ``GET /v1/health``, ``GET /v1/spec``, ``GET|POST /v1/sessions``, ``DELETE /v1/sessions/{id}``,
+``POST /v1/sessions/{id}/reset|step|evaluate|oracle``, ``GET /v1/sessions/{id}/screenshot``.
+Reset and step answer with a binary frame envelope (see :mod:`mintgym.wire`); errors are JSON
+``{"error": {"code", "message", "session_id"}}`` with a 4xx (the caller's fault) or 5xx (the
+environment's) status. Every route but health needs the bearer token when the server has one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import secrets
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from mintgym import __version__
+from mintgym.action_spaces import InvalidAction
+from mintgym.env import registration
+from mintgym.env.core import EnvironmentHost
+from mintgym.errors import EpisodeStateError, RegistrationError, TaskUnavailable
+from mintgym.server.sessions import Busy, SessionFault, SessionManager, SessionMissing, resolve_task
+from mintgym.wire import (
+    API_VERSION, FRAME_CONTENT_TYPE, IMAGE_CONTENT_TYPES, CreateSessionRequest, FrameOptions, ResetRequest,
+    SessionCreated, StepRequest, encode_image, pack_frame,
+)
+
+log = logging.getLogger("mintgym.server")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, session_id: str | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.session_id = status, code, message, session_id
+
+
+def _error(status: int, code: str, message: str, session_id: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, "session_id": session_id}}, status_code=status)
+
+
+class BodyLimit:
+    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413, counted as they stream in."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await _error(413, "payload_too_large",
+                                f"request body of {int(declared)} bytes exceeds the limit of {self.max_bytes}")(scope, receive, send)
+        seen = 0
+
+        async def limited_receive():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise ApiError(413, "payload_too_large", f"request body exceeds the limit of {self.max_bytes} bytes")
+            return message
+
+        return await self.app(scope, limited_receive, send)
+
+
+def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeout: float = 60.0,
+               max_sessions: int = 1024, max_body_bytes: int = 1 << 20, sweep_seconds: float = 5.0) -> FastAPI:
+    """Build the env server for ``host``. ``token``: required bearer token (None: no auth)."""
+    manager = SessionManager(host, request_timeout=request_timeout, max_sessions=max_sessions)
+    domain = host.domain
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await host.start()
+        sweeper = asyncio.create_task(_sweep_forever(manager, sweep_seconds))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            await manager.close_all()
+            await host.stop()
+
+    app = FastAPI(title=f"MintGym env server ({domain})", version=__version__, lifespan=lifespan)
+    app.state.manager = manager
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+
+    def authorize(request: Request) -> None:
+        if token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not (given.startswith("Bearer ") and secrets.compare_digest(given[7:].encode(), token.encode())):
+            raise ApiError(401, "unauthorized", "missing or wrong bearer token (header 'Authorization: Bearer <token>')")
+
+    auth = [Depends(authorize)]
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, err: ApiError):
+        return _error(err.status, err.code, err.message, err.session_id)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(_: Request, err: RequestValidationError):
+        parts = []
+        for e in err.errors():
+            where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+            parts.append(f"{where}: {e.get('msg')}")
+        return _error(422, "bad_request", "invalid request: " + "; ".join(parts))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, err: StarletteHTTPException):
+        return _error(err.status_code, "http_error", str(err.detail))
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, err: Exception):
+        log.exception("internal error")
+        return _error(500, "internal_error", f"{type(err).__name__}: {err}")
+
+    @app.exception_handler(SessionFault)
+    async def _fault(_: Request, err: SessionFault):
+        return _error(504 if err.code == "timeout" else 500, err.code, err.message, err.session_id)
+
+    def session_of(session_id: str):
+        try:
+            return manager.get(session_id)
+        except SessionMissing:
+            raise ApiError(404, "unknown_session", f"no session {session_id!r} on this server (closed, replaced "
+                           "or never created); create one with POST /v1/sessions", session_id) from None
+
+    # ---- service -------------------------------------------------------------------------------
+    @app.get(f"/{API_VERSION}/health")
+    async def health():
+        healthy = await host.healthy()
+        body = {"status": "ok" if healthy else "degraded", "domain": domain, "sessions": len(manager.sessions),
+                "replaced": manager.replaced, "failed_requests": manager.failed_requests, "version": __version__}
+        return JSONResponse(body, status_code=200 if healthy else 503)
+
+    @app.get(f"/{API_VERSION}/spec", dependencies=auth)
+    async def spec():
+        from mintgym.action_spaces import action_set_for
+
+        tasks = registration.tasks(domain=domain)
+        try:
+            action_set = action_set_for(domain)
+            actions = {"name": action_set.name, "types": list(action_set.type_names), "prompt": action_set.describe()}
+        except (ValueError, ImportError):
+            actions = None
+        return {
+            "api_version": API_VERSION, "version": __version__, "domain": domain, "action_set": actions,
+            "encodings": list(IMAGE_CONTENT_TYPES), "host": host.describe(),
+            "tasks": [{"id": t.id, "instruction": t.instruction, "max_steps": t.max_steps, "family": t.family,
+                       "tags": list(t.tags), "unavailable": t.unavailable()} for t in tasks],
+        }
+
+    # ---- sessions ------------------------------------------------------------------------------
+    @app.post(f"/{API_VERSION}/sessions", dependencies=auth, status_code=201)
+    async def create_session(req: CreateSessionRequest | None = None):
+        req = req or CreateSessionRequest()
+        try:
+            session = await manager.create(frozenset(req.side_channels), req.env_options)
+        except Busy as err:
+            raise ApiError(503, "busy", str(err)) from None
+        except asyncio.TimeoutError:
+            raise ApiError(504, "timeout", f"creating an environment took longer than {request_timeout:.0f}s") from None
+        except (TypeError, ValueError) as err:
+            raise ApiError(422, "bad_env_options", f"the environment refused these options: {err}") from None
+        created = SessionCreated(session_id=session.id, screen_size=session.env.screen_size,
+                                 action_set=session.env.action_set.name)
+        return created.model_dump()
+
+    @app.get(f"/{API_VERSION}/sessions", dependencies=auth)
+    async def list_sessions():
+        return {"sessions": [{"session_id": s.id, "status": s.status, "task_id": s.episode.task.id if s.episode.task else None,
+                              "step": s.episode.step_count, "failures": s.failures, "last_failure": s.last_failure}
+                             for s in manager.sessions.values()]}
+
+    @app.delete(f"/{API_VERSION}/sessions/{{session_id}}", dependencies=auth)
+    async def close_session(session_id: str):
+        session_of(session_id)
+        await manager.close(session_id)
+        return {"closed": session_id}
+
+    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/reset", dependencies=auth)
+    async def reset(session_id: str, req: ResetRequest | None = None):
+        req = req or ResetRequest()
+        session = session_of(session_id)
+        try:
+            task = resolve_task(req.task_id, domain, session.episode.task)
+            obs, info = await manager.reset(session, task, req.seed)
+        except (RegistrationError, LookupError) as err:
+            raise ApiError(404, "unknown_task", str(err), session_id) from None
+        except TaskUnavailable as err:
+            raise ApiError(409, "task_unavailable", str(err), session_id) from None
+        info["screen_size"] = list(obs.screen_size)
+        return Response(pack_frame(obs, req.frame, info=info), media_type=FRAME_CONTENT_TYPE)
+
+    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/step", dependencies=auth)
+    async def step(session_id: str, req: StepRequest):
+        session = session_of(session_id)
+        if (req.action is None) == (req.action_text is None):
+            raise ApiError(422, "bad_request", "give exactly one of 'action' (a JSON action) or 'action_text'", session_id)
+        env = session.episode.env
+        action: Any = None
+        parse_error = None
+        if req.action_text is not None:
+            try:
+                action = env.action_set.parse(req.action_text, screen_size=env.screen_size)
+            except InvalidAction as err:
+                parse_error = str(err)
+        else:
+            try:
+                action = env.action_set.validate(req.action, env.screen_size)
+            except InvalidAction as err:
+                if req.invalid == "reject":
+                    raise ApiError(422, "invalid_action", str(err), session_id) from None
+                parse_error = str(err)
+        try:
+            outcome = await manager.step(session, action, parse_error)
+        except EpisodeStateError as err:
+            raise ApiError(409, "episode_state", str(err), session_id) from None
+        body = pack_frame(outcome.observation, req.frame, outcome.reward, outcome.terminated, outcome.truncated,
+                          outcome.info)
+        return Response(body, media_type=FRAME_CONTENT_TYPE)
+
+    @app.get(f"/{API_VERSION}/sessions/{{session_id}}/screenshot", dependencies=auth)
+    async def screenshot(session_id: str, encoding: str = "png", jpeg_quality: int = 85, as_json: bool = False):
+        session = session_of(session_id)
+        if encoding not in IMAGE_CONTENT_TYPES:
+            raise ApiError(422, "bad_request", f"unknown encoding {encoding!r}; use one of {', '.join(IMAGE_CONTENT_TYPES)}")
+        shot = await manager.run(session, session.episode.env.screenshot, "screenshot")
+        data = encode_image(shot, FrameOptions(encoding=encoding, jpeg_quality=max(1, min(100, jpeg_quality))))
+        headers = {"X-MintGym-Shape": ",".join(str(d) for d in shot.shape)}
+        if as_json:  # slow path for debugging and non-binary clients
+            return {"encoding": encoding, "shape": list(shot.shape), "data": base64.b64encode(data).decode()}
+        return Response(data, media_type=IMAGE_CONTENT_TYPES[encoding], headers=headers)
+
+    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/evaluate", dependencies=auth)
+    async def evaluate(session_id: str):
+        session = session_of(session_id)
+        try:
+            score = await manager.run(session, session.episode.evaluate, "evaluate")
+        except EpisodeStateError as err:
+            raise ApiError(409, "episode_state", str(err), session_id) from None
+        return {"score": score, "task_id": session.episode.task.id if session.episode.task else None}
+
+    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/oracle", dependencies=auth)
+    async def oracle(session_id: str):
+        """The task oracle's next action for the current state (for scripted test agents)."""
+        session = session_of(session_id)
+        try:
+            action = await manager.run(session, session.episode.oracle_action, "oracle")
+        except EpisodeStateError as err:
+            raise ApiError(409, "episode_state", str(err), session_id) from None
+        except NotImplementedError as err:
+            raise ApiError(404, "no_oracle", str(err), session_id) from None
+        return {"action": action.to_json() if action is not None else None}
+
+    return app
+
+
+async def _sweep_forever(manager: SessionManager, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        try:
+            replaced = await manager.health_sweep()
+            if replaced:
+                log.warning("health sweep replaced %d dead session(s)", replaced)
+        except Exception:
+            log.exception("health sweep failed")

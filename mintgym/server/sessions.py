@@ -1,0 +1,189 @@
+"""Layer 2: the sessions one env server hosts, each an Episode on its own Environment.
+
+Every environment call runs under the session's lock and the server's per-request timeout. When an
+environment crashes (EnvironmentCrashed, any unexpected exception, or a timeout) the session is marked
+failed, its environment is closed and replaced by a fresh one, and :class:`SessionFault` carries the
+reason to the route, which answers 5xx; the other sessions never notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, TypeVar
+
+from mintgym.env import registration
+from mintgym.env.core import Environment, EnvironmentHost, Task
+from mintgym.env.episode import Episode
+from mintgym.errors import EnvironmentCrashed, EpisodeStateError, RegistrationError, TaskUnavailable
+
+log = logging.getLogger("mintgym.server")
+T = TypeVar("T")
+
+
+class SessionFault(Exception):
+    """An environment failure the server reports (and has already recovered from by replacement)."""
+
+    def __init__(self, code: str, message: str, session_id: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.session_id = session_id
+
+
+class SessionMissing(KeyError):
+    pass
+
+
+class Busy(Exception):
+    pass
+
+
+@dataclass
+class Session:
+    id: str
+    env: Environment
+    episode: Episode
+    options: dict[str, Any]
+    side_channels: frozenset[str]
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    created: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.monotonic)
+    failures: int = 0
+    last_failure: str | None = None
+    status: str = "ready"  # ready | running | ended | failed | needs_reset
+
+
+class SessionManager:
+    def __init__(self, host: EnvironmentHost, request_timeout: float = 60.0, max_sessions: int = 1024):
+        self.host = host
+        self.request_timeout = request_timeout
+        self.max_sessions = max_sessions
+        self.sessions: dict[str, Session] = {}
+        self.replaced = 0
+        self.failed_requests = 0
+        self._creating = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    async def create(self, side_channels: frozenset[str], env_options: dict[str, Any]) -> Session:
+        if len(self.sessions) + self._creating >= self.max_sessions:
+            raise Busy(f"server holds the maximum of {self.max_sessions} sessions; close some first")
+        self._creating += 1
+        try:
+            env = await asyncio.wait_for(self.host.create(dict(env_options)), self.request_timeout)
+        finally:
+            self._creating -= 1
+        sid = uuid.uuid4().hex
+        session = Session(sid, env, Episode(env, side_channels), dict(env_options), side_channels)
+        self.sessions[sid] = session
+        return session
+
+    def get(self, sid: str) -> Session:
+        try:
+            return self.sessions[sid]
+        except KeyError:
+            raise SessionMissing(sid) from None
+
+    async def close(self, sid: str) -> None:
+        session = self.sessions.pop(sid, None)
+        if session is None:
+            raise SessionMissing(sid)
+        await self._close_env(session.env)
+
+    async def close_all(self) -> None:
+        for sid in list(self.sessions):
+            session = self.sessions.pop(sid)
+            await self._close_env(session.env)
+
+    async def _close_env(self, env: Environment) -> None:
+        try:
+            await asyncio.wait_for(env.close(), min(self.request_timeout, 30.0))
+        except Exception as err:  # a dead environment may fail to close; it is being discarded anyway
+            log.warning("closing an environment failed: %s", err)
+
+    # ---- guarded calls ---------------------------------------------------------------------------
+    async def run(self, session: Session, call: Callable[[], Awaitable[T]], what: str) -> T:
+        """Run one environment call for ``session`` under its lock and the timeout; recover on failure."""
+        async with session.lock:
+            session.last_used = time.monotonic()
+            try:
+                return await asyncio.wait_for(call(), self.request_timeout)
+            except asyncio.TimeoutError:
+                await self._replace(session, f"{what} took longer than {self.request_timeout:.0f}s")
+                raise SessionFault("timeout", f"{what} timed out after {self.request_timeout:.0f}s; "
+                                   "the session's environment was replaced, call reset", session.id) from None
+            except EnvironmentCrashed as err:
+                await self._replace(session, f"{what}: {err}")
+                raise SessionFault("session_failed", f"the environment crashed during {what}: {err}; "
+                                   "it was replaced, call reset", session.id) from None
+            except (EpisodeStateError, TaskUnavailable, RegistrationError, NotImplementedError):
+                raise  # the caller's mistake (step before reset, task not runnable here): no replacement
+            except Exception as err:
+                log.exception("unexpected failure in %s for session %s", what, session.id)
+                await self._replace(session, f"{what}: {type(err).__name__}: {err}")
+                raise SessionFault("session_failed", f"the environment failed during {what}: "
+                                   f"{type(err).__name__}: {err}; it was replaced, call reset", session.id) from None
+
+    async def _replace(self, session: Session, reason: str) -> None:
+        self.failed_requests += 1
+        session.failures += 1
+        session.last_failure = reason
+        session.status = "failed"
+        old = session.env
+        await self._close_env(old)
+        try:
+            env = await asyncio.wait_for(self.host.create(dict(session.options)), self.request_timeout)
+        except Exception as err:
+            log.error("could not replace the environment of session %s: %s", session.id, err)
+            self.sessions.pop(session.id, None)
+            return
+        session.env = env
+        session.episode = Episode(env, session.side_channels)
+        session.status = "needs_reset"
+        self.replaced += 1
+
+    # ---- episode operations ----------------------------------------------------------------------
+    async def reset(self, session: Session, task: Task, seed: int | None):
+        result = await self.run(session, lambda: session.episode.reset(task, seed), f"reset of {task.id}")
+        session.status = "running"
+        return result
+
+    async def step(self, session: Session, action, parse_error: str | None):
+        outcome = await self.run(session, lambda: session.episode.step(action, parse_error), "step")
+        if outcome.terminated or outcome.truncated:
+            session.status = "ended"
+        return outcome
+
+    async def health_sweep(self) -> int:
+        """Replace sessions whose environment died while idle; returns how many were replaced."""
+        count = 0
+        for session in list(self.sessions.values()):
+            if session.lock.locked():
+                continue
+            try:
+                alive = await asyncio.wait_for(session.env.alive(), 5.0)
+            except Exception:
+                alive = False
+            if not alive:
+                async with session.lock:
+                    await self._replace(session, "environment found dead by the health check")
+                count += 1
+        return count
+
+
+def resolve_task(task_id: str | None, domain: str, current: Task | None) -> Task:
+    if task_id is None:
+        if current is not None:
+            return current
+        found = registration.tasks(domain=domain)
+        if not found:
+            raise LookupError(f"no tasks are registered for domain {domain!r}")
+        return found[0]
+    task = registration.task(task_id)
+    if task.domain != domain:
+        raise LookupError(f"task {task_id!r} is a {task.domain!r} task; this server serves {domain!r}")
+    return task
+

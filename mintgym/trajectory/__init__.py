@@ -1,0 +1,1 @@
+"""Trajectory records, their storage (JSONL + PNG) and the HTML viewer."""

@@ -1,0 +1,103 @@
+"""Layer 0: typed, flat, versioned trajectory records (DESIGN section 5).
+
+On disk a trajectory is a directory: ``meta.json`` (a :class:`Trajectory` without its steps),
+``steps.jsonl`` (one :class:`StepRecord` a line) and ``frames/NNNN.png`` (each screenshot stored once,
+referenced by path). Step *i* records the frame the action was chosen on, so every action is tied to
+the pixels its coordinates refer to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+Status = Literal["success", "failure", "error", "timeout", "running"]
+
+
+@dataclass
+class StepRecord:
+    index: int
+    #: The observation the action was chosen on.
+    frame_id: str
+    screenshot: str
+    screen_size: tuple[int, int]
+    #: The action as sent (JSON), or None when the agent produced nothing parseable.
+    action: dict[str, Any] | None
+    #: The agent's raw output (model text).
+    text: str = ""
+    #: Why the action failed: the agent's parse error or the environment's refusal.
+    error: str | None = None
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    prompt_token_ids: list[int] | None = None
+    response_token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    policy_version: int | None = None
+    zoom: tuple[int, int, int, int] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "StepRecord":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"step record has unknown fields {sorted(unknown)}")
+        data = dict(data)
+        data["screen_size"] = tuple(data["screen_size"])
+        if data.get("zoom") is not None:
+            data["zoom"] = tuple(data["zoom"])
+        return cls(**data)
+
+
+@dataclass
+class Trajectory:
+    id: str
+    task_id: str
+    domain: str
+    instruction: str
+    agent: str
+    seed: int | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    total_reward: float = 0.0
+    status: Status = "running"
+    #: Why an episode ended in error or timeout.
+    error: str | None = None
+    final_screenshot: str | None = None
+    started: float = 0.0
+    ended: float = 0.0
+    group_id: str | None = None
+    schema_version: int = SCHEMA_VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.status == "success"
+
+    @property
+    def wall_seconds(self) -> float:
+        return max(0.0, self.ended - self.started)
+
+    def meta_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("steps")
+        data["num_steps"] = len(self.steps)
+        return data
+
+    @classmethod
+    def from_meta(cls, data: dict[str, Any], steps: list[StepRecord]) -> "Trajectory":
+        data = dict(data)
+        data.pop("num_steps", None)
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version > SCHEMA_VERSION:
+            raise ValueError(f"trajectory schema version {version} is newer than this MintGym ({SCHEMA_VERSION})")
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"trajectory meta has unknown fields {sorted(unknown)}")
+        return cls(steps=steps, **data)

@@ -1,0 +1,144 @@
+"""Layer 0: what crosses HTTP between env server and client -- strict pydantic models and the frame codec.
+
+Step and reset answers travel as one binary *frame envelope* (content type
+``application/x-mintgym-frame``): the 4-byte magic ``MGF1``, a big-endian uint32 length, that many bytes
+of JSON metadata (:class:`FrameMeta`), then the screenshot bytes in the encoding the client chose
+(PNG, JPEG or raw RGB). Screenshots are never base64 inside JSON on this path.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from mintgym.types import Observation
+
+API_VERSION = "v1"
+FRAME_CONTENT_TYPE = "application/x-mintgym-frame"
+MAGIC = b"MGF1"
+Encoding = Literal["png", "jpeg", "raw"]
+ENCODINGS: tuple[str, ...] = ("png", "jpeg", "raw")
+IMAGE_CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "raw": "application/octet-stream"}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FrameOptions(Strict):
+    encoding: Encoding = "png"
+    jpeg_quality: int = Field(85, ge=1, le=100)
+
+
+class CreateSessionRequest(Strict):
+    #: Side channels to fill in every observation: "text", "a11y".
+    side_channels: list[Literal["text", "a11y"]] = Field(default_factory=list)
+    #: Options passed to the environment host's create() (e.g. a viewport for web).
+    env_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionCreated(Strict):
+    session_id: str
+    screen_size: tuple[int, int]
+    action_set: str
+
+
+class ResetRequest(Strict):
+    task_id: str | None = None
+    seed: int | None = None
+    frame: FrameOptions = Field(default_factory=FrameOptions)
+
+
+class StepRequest(Strict):
+    #: A typed action as JSON, e.g. {"type": "click", "x": 10, "y": 20}.
+    action: dict[str, Any] | None = None
+    #: Raw model text, parsed on the server with the one shared parser.
+    action_text: str | None = Field(None, max_length=100_000)
+    #: "reject": an invalid typed action is a 422 and no step; "count": it is a step with info["error"].
+    invalid: Literal["reject", "count"] = "reject"
+    frame: FrameOptions = Field(default_factory=FrameOptions)
+
+
+class ObservationMeta(Strict):
+    instruction: str
+    domain: str
+    step: int
+    frame_id: str
+    shape: tuple[int, int, int]
+    encoding: Encoding
+    text: str | None = None
+    a11y: str | None = None
+    zoom: tuple[int, int, int, int] | None = None
+
+
+class FrameMeta(Strict):
+    observation: ObservationMeta
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorBody(Strict):
+    code: str
+    message: str
+    session_id: str | None = None
+
+
+def encode_image(shot: np.ndarray, options: FrameOptions) -> bytes:
+    if options.encoding == "raw":
+        return np.ascontiguousarray(shot, dtype=np.uint8).tobytes()
+    from PIL import Image
+
+    buf = io.BytesIO()
+    img = Image.fromarray(shot)
+    if options.encoding == "png":
+        img.save(buf, format="PNG", compress_level=1)
+    else:
+        img.save(buf, format="JPEG", quality=options.jpeg_quality)
+    return buf.getvalue()
+
+
+def decode_image(data: bytes, encoding: str, shape: tuple[int, int, int]) -> np.ndarray:
+    if encoding == "raw":
+        expected = shape[0] * shape[1] * shape[2]
+        if len(data) != expected:
+            raise ValueError(f"raw frame has {len(data)} bytes, expected {expected} for shape {shape}")
+        return np.frombuffer(data, dtype=np.uint8).reshape(shape)
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(data)).convert("RGB")
+    arr = np.asarray(img, dtype=np.uint8)
+    if arr.shape != tuple(shape):
+        raise ValueError(f"{encoding} frame decodes to shape {arr.shape}, expected {tuple(shape)}")
+    return arr
+
+
+def pack_frame(obs: Observation, options: FrameOptions, reward: float = 0.0, terminated: bool = False,
+               truncated: bool = False, info: dict[str, Any] | None = None) -> bytes:
+    meta = FrameMeta(
+        observation=ObservationMeta(
+            instruction=obs.instruction, domain=obs.domain, step=obs.step, frame_id=obs.frame_id,
+            shape=tuple(obs.screenshot.shape), encoding=options.encoding, text=obs.text, a11y=obs.a11y,
+            zoom=obs.zoom,
+        ),
+        reward=reward, terminated=terminated, truncated=truncated, info=info or {},
+    )
+    head = meta.model_dump_json().encode()
+    return b"".join((MAGIC, struct.pack(">I", len(head)), head, encode_image(obs.screenshot, options)))
+
+
+def unpack_frame(payload: bytes) -> tuple[Observation, FrameMeta]:
+    if payload[:4] != MAGIC or len(payload) < 8:
+        raise ValueError("not a MintGym frame envelope (bad magic)")
+    (length,) = struct.unpack(">I", payload[4:8])
+    meta = FrameMeta.model_validate_json(payload[8:8 + length])
+    o = meta.observation
+    shot = decode_image(payload[8 + length:], o.encoding, o.shape)
+    obs = Observation(screenshot=shot, instruction=o.instruction, domain=o.domain, step=o.step,
+                      frame_id=o.frame_id, text=o.text, a11y=o.a11y, zoom=o.zoom)
+    return obs, meta
