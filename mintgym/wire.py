@@ -120,6 +120,13 @@ def decode_image(data: bytes, encoding: str, shape: tuple[int, int, int]) -> np.
 
 def pack_frame(obs: Observation, options: FrameOptions, reward: float = 0.0, terminated: bool = False,
                truncated: bool = False, info: dict[str, Any] | None = None) -> bytes:
+    """The whole envelope as one bytes object (see :func:`frame_parts` for the zero-copy pieces)."""
+    return b"".join(frame_parts(obs, options, reward, terminated, truncated, info))
+
+
+def frame_parts(obs: Observation, options: FrameOptions, reward: float = 0.0, terminated: bool = False,
+                truncated: bool = False, info: dict[str, Any] | None = None) -> tuple[bytes, bytes | memoryview]:
+    """(head, image): the envelope in two pieces; a raw image is a view of the pixels, not a copy."""
     meta = FrameMeta(
         observation=ObservationMeta(
             instruction=obs.instruction, domain=obs.domain, step=obs.step, frame_id=obs.frame_id,
@@ -129,7 +136,11 @@ def pack_frame(obs: Observation, options: FrameOptions, reward: float = 0.0, ter
         reward=reward, terminated=terminated, truncated=truncated, info=info or {},
     )
     head = meta.model_dump_json().encode()
-    return b"".join((MAGIC, struct.pack(">I", len(head)), head, encode_image(obs.screenshot, options)))
+    if options.encoding == "raw":
+        image: bytes | memoryview = memoryview(np.ascontiguousarray(obs.screenshot, dtype=np.uint8)).cast("B")
+    else:
+        image = encode_image(obs.screenshot, options)
+    return MAGIC + struct.pack(">I", len(head)) + head, image
 
 
 def unpack_frame(payload: bytes) -> tuple[Observation, FrameMeta]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from mintgym.action_spaces import ActionModel
 from mintgym.errors import EpisodeStateError, RegistrationError, ServerError, SessionFailed, SessionNotFound, TaskUnavailable
 from mintgym.types import Observation
@@ -31,7 +29,8 @@ def reset_body(task_id: str | None, seed: int | None, encoding: str) -> dict[str
     return {"task_id": task_id, "seed": seed, "frame": {"encoding": encoding}}
 
 
-def raise_for_error(resp: httpx.Response) -> None:
+def raise_for_error(resp) -> None:
+    """Raise the typed error for an error answer (an httpx.Response or an HttpResponse)."""
     if resp.status_code < 400:
         return
     try:
@@ -53,7 +52,7 @@ def raise_for_error(resp: httpx.Response) -> None:
     raise ServerError(text, status=resp.status_code, code=code)
 
 
-def decode_frame(resp: httpx.Response) -> tuple[Observation, FrameMeta]:
+def decode_frame(resp) -> tuple[Observation, FrameMeta]:
     raise_for_error(resp)
     kind = resp.headers.get("content-type", "")
     if not kind.startswith(FRAME_CONTENT_TYPE):

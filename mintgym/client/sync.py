@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import gymnasium as gym
-import httpx
 
 from mintgym.action_spaces import ActionModel
 from mintgym.client import protocol
+from mintgym.client.transport import HttpTransport
 from mintgym.errors import ServerError
 from mintgym.spaces import action_space, observation_space, observation_to_dict
 from mintgym.types import Observation
@@ -35,14 +35,13 @@ class EnvClient(gym.Env):
         self.side_channels = tuple(side_channels)
         self.render_mode = render_mode
         self._on_close = on_close
-        self._http = httpx.Client(base_url=self.base_url, headers=protocol.headers(token), timeout=timeout,
-                                  trust_env=False)
+        self._http = HttpTransport(self.base_url, protocol.headers(token), timeout)
         self.session_id: str | None = None
         self.last_observation: Observation | None = None
         try:
-            resp = self._http.post("/v1/sessions", json={"side_channels": list(self.side_channels),
-                                                        "env_options": env_options or {}})
-        except httpx.HTTPError as err:
+            resp = self._http.request("POST", "/v1/sessions", {"side_channels": list(self.side_channels),
+                                                               "env_options": env_options or {}})
+        except ServerError as err:
             self._http.close()
             raise ServerError(f"cannot reach the env server at {self.base_url}: {err}") from err
         protocol.raise_for_error(resp)
@@ -80,12 +79,11 @@ class EnvClient(gym.Env):
     def close(self) -> None:
         if self.session_id is not None:
             try:
-                self._http.delete(f"/v1/sessions/{self.session_id}")
-            except httpx.HTTPError:
+                self._http.request("DELETE", f"/v1/sessions/{self.session_id}")
+            except ServerError:
                 pass  # the server is gone already
             self.session_id = None
-        if not self._http.is_closed:
-            self._http.close()
+        self._http.close()
         if self._on_close is not None:
             on_close, self._on_close = self._on_close, None
             on_close()
@@ -104,16 +102,11 @@ class EnvClient(gym.Env):
         return resp.json()["action"]
 
     def spec_json(self) -> dict:
-        resp = self._http.get("/v1/spec")
+        resp = self._http.request("GET", "/v1/spec")
         protocol.raise_for_error(resp)
         return resp.json()
 
     def _post(self, path: str, body: dict) -> httpx.Response:
         if self.session_id is None:
             raise ServerError("this client is closed")
-        try:
-            return self._http.post(path, json=body)
-        except httpx.TimeoutException as err:
-            raise ServerError(f"env server at {self.base_url} did not answer {path} in time: {err}") from err
-        except httpx.HTTPError as err:
-            raise ServerError(f"env server at {self.base_url} failed on {path}: {err}") from err
+        return self._http.request("POST", path, body)

@@ -29,7 +29,7 @@ from mintgym.errors import EpisodeStateError, RegistrationError, TaskUnavailable
 from mintgym.server.sessions import Busy, SessionFault, SessionManager, SessionMissing, resolve_task
 from mintgym.wire import (
     API_VERSION, FRAME_CONTENT_TYPE, IMAGE_CONTENT_TYPES, CreateSessionRequest, FrameOptions, ResetRequest,
-    SessionCreated, StepRequest, encode_image, pack_frame,
+    SessionCreated, StepRequest, encode_image, frame_parts,
 )
 
 log = logging.getLogger("mintgym.server")
@@ -43,6 +43,23 @@ class ApiError(Exception):
 
 def _error(status: int, code: str, message: str, session_id: str | None = None) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, "session_id": session_id}}, status_code=status)
+
+
+class FrameResponse(Response):
+    """A frame envelope sent as its pieces, so raw pixels go from the array to the socket uncopied."""
+
+    media_type = FRAME_CONTENT_TYPE
+
+    def __init__(self, parts: tuple[bytes, bytes | memoryview]):
+        self.parts = parts
+        super().__init__(content=b"", media_type=FRAME_CONTENT_TYPE)
+        self.headers["content-length"] = str(sum(len(p) for p in parts))
+
+    async def __call__(self, scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        last = len(self.parts) - 1
+        for i, part in enumerate(self.parts):
+            await send({"type": "http.response.body", "body": part, "more_body": i < last})
 
 
 class BodyLimit:
@@ -199,7 +216,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         except TaskUnavailable as err:
             raise ApiError(409, "task_unavailable", str(err), session_id) from None
         info["screen_size"] = list(obs.screen_size)
-        return Response(pack_frame(obs, req.frame, info=info), media_type=FRAME_CONTENT_TYPE)
+        return FrameResponse(frame_parts(obs, req.frame, info=info))
 
     @app.post(f"/{API_VERSION}/sessions/{{session_id}}/step", dependencies=auth)
     async def step(session_id: str, req: StepRequest):
@@ -225,9 +242,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             outcome = await manager.step(session, action, parse_error)
         except EpisodeStateError as err:
             raise ApiError(409, "episode_state", str(err), session_id) from None
-        body = pack_frame(outcome.observation, req.frame, outcome.reward, outcome.terminated, outcome.truncated,
-                          outcome.info)
-        return Response(body, media_type=FRAME_CONTENT_TYPE)
+        return FrameResponse(frame_parts(outcome.observation, req.frame, outcome.reward, outcome.terminated,
+                                         outcome.truncated, outcome.info))
 
     @app.get(f"/{API_VERSION}/sessions/{{session_id}}/screenshot", dependencies=auth)
     async def screenshot(session_id: str, encoding: str = "png", jpeg_quality: int = 85, as_json: bool = False):

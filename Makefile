@@ -1,0 +1,22 @@
+# The two entry points of the README. Both install what they need first (scripts/setup.sh).
+SHELL := /bin/bash
+VENV := .venv/bin
+DEMO_TASK ?= pytool/count-shapes-0
+
+.PHONY: setup demo test test-all bench
+
+setup:
+	./scripts/setup.sh
+
+# Install everything, then run the main job on the embedded default: scripted episodes of a pytool task
+# through a local env server, recorded and rendered to HTML.
+demo: setup
+	$(VENV)/mintgym rollout --task $(DEMO_TASK) --agent scripted --episodes 3 --out runs/demo
+	$(VENV)/mintgym view runs/demo
+
+# Install everything, start the services the tests need (dockerd), run the default test suite.
+test: setup
+	./scripts/test.sh
+
+bench: setup
+	for b in benchmarks/*.py; do echo "== $$b"; $(VENV)/python $$b || exit 1; done

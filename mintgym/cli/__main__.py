@@ -1,0 +1,3 @@
+from mintgym.cli import main
+
+main()
