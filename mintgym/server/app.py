@@ -195,7 +195,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     @app.get(f"/{API_VERSION}/sessions", dependencies=auth)
     async def list_sessions():
         return {"sessions": [{"session_id": s.id, "status": s.status, "task_id": s.episode.task.id if s.episode.task else None,
-                              "step": s.episode.step_count, "failures": s.failures, "last_failure": s.last_failure}
+                              "step": s.episode.step_count, "failures": s.failures, "last_failure": s.last_failure,
+                              "env": s.env.describe()}
                              for s in manager.sessions.values()]}
 
     @app.delete(f"/{API_VERSION}/sessions/{{session_id}}", dependencies=auth)

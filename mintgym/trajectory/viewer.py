@@ -76,7 +76,8 @@ def action_marks(action: dict | None, screen_size: tuple[int, int]) -> tuple[str
     elif kind == "goto":
         caption = f"goto {action['url']}"
     elif kind == "python":
-        caption = "python: " + action["code"].splitlines()[0][:80] if action["code"] else "python"
+        lines = [line for line in action["code"].splitlines() if line.strip()]
+        caption = "python: " + (lines[0].strip()[:80] if lines else "") + (" …" if len(lines) > 1 else "")
     elif kind == "done":
         caption = "done" + (f" answer={action.get('answer')!r}" if action.get("answer") is not None else "")
     else:

@@ -1,0 +1,69 @@
+"""The import contracts of DESIGN.md section 1, checked on the source: data flows one way, and the
+interface layers import nothing heavy. (import-linter cannot follow setup.py's folder mapping.)"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "ray", "playwright", "fastapi", "uvicorn", "httpx", "aiohttp", "transformers", "vllm", "Xlib")
+
+
+def imports_of(folder_or_file: Path) -> dict[str, set[str]]:
+    files = [folder_or_file] if folder_or_file.is_file() else sorted(folder_or_file.rglob("*.py"))
+    found = {}
+    for path in files:
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+        found[str(path.relative_to(REPO))] = names
+    return found
+
+
+def offenders(paths: list[str], forbidden: tuple[str, ...]) -> list[str]:
+    bad = []
+    for path in paths:
+        for file, names in imports_of(REPO / path).items():
+            for name in names:
+                if any(name == f or name.startswith(f + ".") for f in forbidden):
+                    bad.append(f"{file} imports {name}")
+    return bad
+
+
+def test_action_spaces_import_nothing_heavy_nor_the_core():
+    forbidden = HEAVY + ("mintgym.env", "mintgym.server", "mintgym.client", "mintgym.runtime", "mintgym.rollout",
+                         "mintgym.environments", "mintgym.agents", "mintgym.evals")
+    assert offenders(["action_spaces"], forbidden) == []
+
+
+def test_layer_0_and_1_stay_light():
+    forbidden = HEAVY + ("mintgym.server", "mintgym.client", "mintgym.runtime", "mintgym.rollout",
+                         "mintgym.environments", "mintgym.agents")
+    assert offenders(["mintgym/types.py", "mintgym/errors.py", "mintgym/spaces.py", "mintgym/wire.py",
+                      "mintgym/policy.py", "mintgym/env"], forbidden) == []
+
+
+def test_environments_and_agents_never_meet():
+    assert offenders(["environments"], ("mintgym.agents",)) == []
+    assert offenders(["agents"], ("mintgym.environments",)) == []
+
+
+def test_core_names_no_plugin():
+    """The core never imports a domain or a benchmark (plug-ins register themselves)."""
+    core = [p for p in ("mintgym/env", "mintgym/server", "mintgym/client", "mintgym/runtime", "mintgym/rollout",
+                        "mintgym/trajectory") if (REPO / p).exists()]
+    assert offenders(core, ("mintgym.environments", "mintgym.evals")) == []
+
+
+@pytest.mark.parametrize("module", ["mintgym", "mintgym.action_spaces"])
+def test_import_is_cheap(module):
+    import subprocess
+    import sys
+
+    code = f"import sys, {module}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"importing {module} pulled in {out}"
