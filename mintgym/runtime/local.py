@@ -1,8 +1,7 @@
 """Layer 3: the ``local`` provider -- the env server as a subprocess of this process (the default).
 
 The parent binds 127.0.0.1 on a free port and hands the listening socket to the child (no port race).
-The child runs in its own process group, is told to exit when the parent dies (PR_SET_PDEATHSIG plus a
-polling fallback), and ``stop`` ends the whole group, so no server or browser outlives its owner.
+The child runs in its own process group, exits by itself when the parent dies (it polls its parent), and ``stop`` ends the whole group, so no server or browser outlives its owner.
 """
 
 from __future__ import annotations

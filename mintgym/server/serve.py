@@ -66,21 +66,18 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """Ask the kernel to signal us when the parent dies, and poll as a fallback."""
-    try:
-        import ctypes
+def _watch_parent(parent_pid: int, every: float = 0.5) -> None:
+    """Exit when the parent process dies (we are re-parented), polling ``getppid``.
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+    PR_SET_PDEATHSIG is not used: it fires when the parent *thread* that forked us exits, and parents
+    start servers from worker threads.
+    """
     if os.getppid() != parent_pid:  # the parent died before we got here
         os.kill(os.getpid(), signal.SIGTERM)
 
     def poll() -> None:
         while True:
-            time.sleep(1.0)
+            time.sleep(every)
             if os.getppid() != parent_pid:
                 os.kill(os.getpid(), signal.SIGTERM)
                 return

@@ -1,0 +1,233 @@
+"""A fleet on one machine: many concurrent sessions over pytool and web env servers (local backend),
+driven by random actions for a fixed time.
+
+Prints sessions held, steps/s, p50/p95/p99 step latency, memory per session (PSS of every server
+process tree and this process, divided by sessions), failed steps, and servers/sessions that died and
+were replaced. ``--fault-every S`` kills a random env server process every S seconds: the run must still
+finish, and every episode is accounted for (completed, or failed with its reason).
+
+    python benchmarks/fleet.py --sessions 200 --seconds 60 [--fault-every 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import random
+import signal
+import statistics
+import time
+import warnings
+
+import psutil
+
+from mintgym.action_spaces import ACTION_TYPES, action_set_for
+from mintgym.agents.scripted import random_action
+from mintgym.client.aio import AsyncEnvClient
+from mintgym.env import registration
+from mintgym.errors import MintGymError
+from mintgym.runtime.fleet import ServerGroup
+from mintgym.runtime.local import LocalProvider
+
+MAX_EPISODE_STEPS = 8
+
+
+def tree_pss(pid: int) -> int:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_full_info().pss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.steps = 0
+        self.failed_steps = 0
+        self.failure_reasons: collections.Counter[str] = collections.Counter()
+        self.episodes_started = 0
+        self.episodes_completed = 0
+        self.episodes_failed = 0
+        self.sessions_replaced = 0
+        self.sessions_created = 0
+
+
+class Clock:
+    """The run's end, set once every session is open (or the warm-up budget is spent)."""
+
+    deadline = float("inf")
+
+
+async def drive(slot: int, domain: str, group: ServerGroup, server_index: int, tasks: list[str], clock: Clock,
+                stats: Stats, rng: random.Random, clients: dict, create_gate: asyncio.Semaphore, held: set) -> None:
+    action_set = action_set_for(domain)
+    kinds = [k for k in action_set.type_names if k not in ("done", "goto", "wait")]
+    session = None
+    while time.monotonic() < clock.deadline:
+        handle = group.handles[server_index]
+        client = clients.setdefault(handle.base_url, AsyncEnvClient(handle.base_url, encoding="raw"))
+        try:
+            if session is None:
+                async with create_gate:
+                    session = await client.session()
+                stats.sessions_created += 1
+                held.add(slot)
+            await session.reset(rng.choice(tasks), rng.randrange(1 << 30))
+        except MintGymError as err:
+            held.discard(slot)
+            session = None
+            await asyncio.sleep(0.5)  # the server is being replaced; try again on its successor
+            stats.failure_reasons[f"reset/create: {type(err).__name__}"] += 1
+            continue
+        stats.episodes_started += 1
+        ended = False
+        try:
+            for _ in range(MAX_EPISODE_STEPS):
+                action = random_action(ACTION_TYPES[rng.choice(kinds)], session.screen_size, rng)
+                t0 = time.perf_counter()
+                result = await session.step(action)
+                stats.latencies.append(time.perf_counter() - t0)
+                stats.steps += 1
+                if result.terminated or result.truncated or time.monotonic() > clock.deadline:
+                    break
+            stats.episodes_completed += 1
+            ended = True
+        except MintGymError as err:
+            stats.failed_steps += 1
+            stats.episodes_failed += 1
+            stats.failure_reasons[f"step: {type(err).__name__}"] += 1
+            stats.sessions_replaced += 1
+            held.discard(slot)
+            session = None
+        if ended and time.monotonic() > clock.deadline:
+            break
+
+
+async def supervise(groups: list[ServerGroup], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        for group in groups:
+            await asyncio.to_thread(group.check)
+        try:
+            await asyncio.wait_for(stop.wait(), 1.0)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def inject_faults(groups: list[ServerGroup], every: float, deadline: float, rng: random.Random,
+                        killed: list[str]) -> None:
+    while time.monotonic() + every < deadline:
+        await asyncio.sleep(every)
+        group = rng.choice(groups)
+        handle = rng.choice(group.handles)
+        try:
+            os.kill(int(handle.ident), signal.SIGKILL)
+            killed.append(f"{group.domain}:{handle.ident}@{time.monotonic():.1f}")
+        except ProcessLookupError:
+            pass
+
+
+async def run(args) -> None:
+    rng = random.Random(args.seed)
+    provider = LocalProvider(request_timeout=30.0)
+    domains = [d for d in args.domains.split(",") if d]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tasks = {d: [t.id for t in registration.tasks(domain=d) if t.unavailable() is None] for d in domains}
+    if args.web_prefix and "web" in tasks:
+        tasks["web"] = [t for t in tasks["web"] if t.startswith(args.web_prefix)] or tasks["web"]
+    for d, ids in tasks.items():
+        if not ids:
+            raise SystemExit(f"no runnable tasks for domain {d!r}")
+    t0 = time.monotonic()
+    groups = [ServerGroup(provider, d, args.servers_per_domain).start() for d in domains]
+    print(f"started {sum(len(g.handles) for g in groups)} env servers in {time.monotonic() - t0:.1f}s")
+    stats = Stats()
+    clients: dict = {}
+    held: set = set()
+    create_gate = asyncio.Semaphore(args.create_concurrency)
+    warm_deadline = time.monotonic() + args.warmup
+    clock = Clock()
+    drivers = []
+    for slot in range(args.sessions):
+        domain = domains[slot % len(domains)]
+        group = groups[slot % len(domains)]
+        drivers.append(asyncio.create_task(drive(
+            slot, domain, group, (slot // len(domains)) % group.count, tasks[domain], clock, stats,
+            random.Random(rng.random()), clients, create_gate, held)))
+    stop = asyncio.Event()
+    supervisor = asyncio.create_task(supervise(groups, stop))
+    while time.monotonic() < warm_deadline and len(held) < args.sessions:
+        await asyncio.sleep(0.5)
+    measured_from = time.monotonic()
+    clock.deadline = measured_from + args.seconds
+    killed: list[str] = []
+    faults = (asyncio.create_task(inject_faults(groups, args.fault_every, clock.deadline, rng, killed))
+              if args.fault_every else None)
+    steps_before = stats.steps
+    stats.latencies.clear()
+    memory = sum(tree_pss(int(h.ident)) for g in groups for h in g.handles) + tree_pss(os.getpid())
+    sessions_at_memory = len(held)
+    print(f"{sessions_at_memory} sessions held after {measured_from - t0:.1f}s; measuring for {args.seconds}s")
+    await asyncio.gather(*drivers)
+    elapsed = time.monotonic() - measured_from
+    stop.set()
+    await supervisor
+    if faults:
+        faults.cancel()
+    for client in clients.values():
+        await client.aclose()
+    restarts = sum(g.restarts for g in groups)
+    for g in groups:
+        g.stop()
+    lat = sorted(stats.latencies) or [0.0]
+
+    def q(p):
+        return lat[min(len(lat) - 1, int(p * len(lat)))] * 1e3
+
+    accounted = stats.episodes_completed + stats.episodes_failed
+    print("\n=== fleet ===")
+    print(f"domains                 {', '.join(f'{d} ({len(tasks[d])} tasks)' for d in domains)}")
+    print(f"servers                 {sum(g.count for g in groups)} ({args.servers_per_domain} per domain)")
+    print(f"sessions requested      {args.sessions}")
+    print(f"sessions held           {sessions_at_memory} at start of measurement, {len(held)} at the end")
+    print(f"steps/s                 {(stats.steps - steps_before) / elapsed:.1f}")
+    print(f"step latency ms         p50 {q(0.5):.1f}  p95 {q(0.95):.1f}  p99 {q(0.99):.1f}")
+    print(f"memory                  {memory / 2**30:.2f} GiB PSS total, {memory / max(1, sessions_at_memory) / 2**20:.1f} MiB per session")
+    print(f"failed steps            {stats.failed_steps}")
+    print(f"episodes                {stats.episodes_started} started, {stats.episodes_completed} completed, "
+          f"{stats.episodes_failed} failed, {stats.episodes_started - accounted} unaccounted")
+    print(f"servers killed          {len(killed)}; servers restarted {restarts}")
+    if args.verbose:
+        print("kills: " + ", ".join(killed))
+    print(f"sessions replaced       {stats.sessions_replaced}")
+    if stats.failure_reasons:
+        print("failure reasons         " + "; ".join(f"{k} x{v}" for k, v in stats.failure_reasons.most_common()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--warmup", type=float, default=240, help="at most this long to open every session")
+    parser.add_argument("--domains", default="pytool,web")
+    parser.add_argument("--servers-per-domain", type=int, default=2)
+    parser.add_argument("--web-prefix", default="miniwob/click-", help="web tasks to sample (id prefix)")
+    parser.add_argument("--create-concurrency", type=int, default=8)
+    parser.add_argument("--fault-every", type=float, default=0.0, help="kill a random server every S seconds")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
