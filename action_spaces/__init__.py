@@ -1,17 +1,97 @@
-"""The shared pixel action space: typed actions, per-domain action sets, prompts and the one parser.
+"""The shared pixel action space: typed actions, per-domain action sets, coordinate frames, prompts and
+the one parser.
 
 Imports nothing heavy (no torch, Ray, Playwright or FastAPI) and nothing else of MintGym.
 """
 
 from mintgym.action_spaces.actions import (
-    ACTION_ADAPTER, ACTION_TYPES, Action, ActionModel, Back, Click, Done, Drag, Goto, Home, Key,
-    LongPress, Move, OpenApp, Python, Scroll, Swipe, Tap, Type, Wait, Zoom,
+    ACTION_ADAPTER,
+    ACTION_TYPES,
+    Action,
+    ActionModel,
+    Back,
+    Click,
+    Done,
+    Drag,
+    Goto,
+    Home,
+    Key,
+    LongPress,
+    Move,
+    OpenApp,
+    Python,
+    Scroll,
+    Swipe,
+    Tap,
+    Type,
+    Wait,
+    Zoom,
 )
 from mintgym.action_spaces.errors import InvalidAction
-from mintgym.action_spaces.sets import ANDROID, DESKTOP, DOMAIN_SETS, PYTOOL, WEB, ActionSet, action_set_for
+from mintgym.action_spaces.frames import (
+    FRAMES,
+    Absolute,
+    CoordinateFrame,
+    Normalized1000,
+    Relative,
+    ResizedAbsolute,
+    frame_from_name,
+    smart_resize,
+)
+from mintgym.action_spaces.parser import MAX_TEXT_CHARS, parse_action, render_action
+from mintgym.action_spaces.prompt import describe_action_set
+from mintgym.action_spaces.sets import (
+    ANDROID,
+    DESKTOP,
+    DOMAIN_SETS,
+    PYTOOL,
+    WEB,
+    ActionSet,
+    action_set_for,
+    build_action,
+)
 
 __all__ = [
-    "ACTION_ADAPTER", "ACTION_TYPES", "Action", "ActionModel", "ActionSet", "ANDROID", "Back", "Click",
-    "DESKTOP", "DOMAIN_SETS", "Done", "Drag", "Goto", "Home", "InvalidAction", "Key", "LongPress", "Move",
-    "OpenApp", "PYTOOL", "Python", "Scroll", "Swipe", "Tap", "Type", "WEB", "Wait", "Zoom", "action_set_for",
+    "ACTION_ADAPTER",
+    "ACTION_TYPES",
+    "ANDROID",
+    "DESKTOP",
+    "DOMAIN_SETS",
+    "FRAMES",
+    "MAX_TEXT_CHARS",
+    "PYTOOL",
+    "WEB",
+    "Absolute",
+    "Action",
+    "ActionModel",
+    "ActionSet",
+    "Back",
+    "Click",
+    "CoordinateFrame",
+    "Done",
+    "Drag",
+    "Goto",
+    "Home",
+    "InvalidAction",
+    "Key",
+    "LongPress",
+    "Move",
+    "Normalized1000",
+    "OpenApp",
+    "Python",
+    "Relative",
+    "ResizedAbsolute",
+    "Scroll",
+    "Swipe",
+    "Tap",
+    "Type",
+    "Wait",
+    "Zoom",
+    "action_set_for",
+    "build_action",
+    "describe_action_set",
+    "frame_from_name",
+    "parse_action",
+    "render_action",
+    "smart_resize",
 ]

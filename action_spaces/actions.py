@@ -7,11 +7,10 @@ origin top-left). Models whose coordinates are normalized or resized are convert
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal, Union
-
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from typing import Annotated, ClassVar, Literal
 
 from mintgym.action_spaces.keys import normalize_key
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 Coordinate = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 
@@ -182,8 +181,7 @@ ACTION_TYPES: dict[str, type[ActionModel]] = {
 }
 
 Action = Annotated[
-    Union[Click, Move, Drag, Scroll, Type, Key, Tap, LongPress, Swipe, Back, Home, OpenApp, Goto,
-          Python, Zoom, Wait, Done],
+    Click | Move | Drag | Scroll | Type | Key | Tap | LongPress | Swipe | Back | Home | OpenApp | Goto | Python | Zoom | Wait | Done,
     Field(discriminator="type"),
 ]
 

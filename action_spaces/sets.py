@@ -6,13 +6,14 @@ prompt section (:meth:`describe`) and parses model text (:meth:`parse`), all fro
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from mintgym.action_spaces import actions as A
 from mintgym.action_spaces.errors import InvalidAction
+from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from mintgym.action_spaces.frames import CoordinateFrame
@@ -32,19 +33,19 @@ class ActionSet:
         if not self.types:
             raise ValueError(f"action set {self.name!r} has no action types")
 
-    @property
+    @functools.cached_property
     def type_names(self) -> tuple[str, ...]:
         return tuple(t.model_fields["type"].default for t in self.types)
 
     def __contains__(self, action_type: str) -> bool:
         return action_type in self.type_names
 
-    def extend(self, name: str, *extra: type[A.ActionModel], description: str = "") -> "ActionSet":
+    def extend(self, name: str, *extra: type[A.ActionModel], description: str = "") -> ActionSet:
         """A new set with these types added (a custom set built on a domain one)."""
         types = self.types + tuple(t for t in extra if t not in self.types)
         return ActionSet(name, types, description or self.description, self.notes)
 
-    def restrict(self, name: str, keep: Iterable[str]) -> "ActionSet":
+    def restrict(self, name: str, keep: Iterable[str]) -> ActionSet:
         """A new set with only the named types, in this set's order."""
         keep = set(keep)
         unknown = keep - set(self.type_names)
@@ -82,14 +83,14 @@ class ActionSet:
                     )
         return action
 
-    def describe(self, frame: "CoordinateFrame | None" = None,
+    def describe(self, frame: CoordinateFrame | None = None,
                  screen_size: tuple[int, int] | None = None) -> str:
         """The prompt section that tells the model every action, its fields and an example."""
         from mintgym.action_spaces.prompt import describe_action_set
 
         return describe_action_set(self, frame, screen_size=screen_size)
 
-    def parse(self, text: str, frame: "CoordinateFrame | None" = None,
+    def parse(self, text: str, frame: CoordinateFrame | None = None,
               screen_size: tuple[int, int] | None = None) -> A.ActionModel:
         """Parse model text into one validated action of this set (the one shared parser)."""
         from mintgym.action_spaces.parser import parse_action

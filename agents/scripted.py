@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from mintgym.action_spaces import ACTION_TYPES, ActionModel, Done
+from mintgym.action_spaces import ACTION_TYPES, ActionModel, Done, render_action
 from mintgym.policy import AgentContext, AgentStep
 from mintgym.types import Observation
 
@@ -30,9 +30,9 @@ class ScriptedAgent:
         assert self.context is not None and self.context.oracle is not None, "start() first"
         data = await self.context.oracle()
         if data is None:  # the oracle has nothing left to do: end the episode
-            return AgentStep(Done(), text="done()")
+            return AgentStep(Done(), text=render_action(Done()))
         action = self.context.action_set.build(data)
-        return AgentStep(action, text=str(data))
+        return AgentStep(action, text=render_action(action))
 
 
 class RandomAgent:

@@ -54,3 +54,12 @@ def action_space() -> FreeText:
     """Actions are text in the canonical function-call form (``click(x=10, y=20)``); the client
     also takes typed actions and dicts."""
     return FreeText(100_000, min_length=1)
+
+
+#: Per-episode and timing fields kept out of gymnasium's ``info`` so equal seeds give equal infos
+#: (gymnasium's checker requires it); the typed ``last_observation.frame_id`` still ties frames to actions.
+VOLATILE_INFO = ("frame_id", "episode_id", "step_seconds")
+
+
+def gym_info(info: dict) -> dict:
+    return {k: v for k, v in info.items() if k not in VOLATILE_INFO}

@@ -17,7 +17,7 @@ from mintgym.action_spaces import ActionModel
 from mintgym.client import protocol
 from mintgym.client.transport import HttpTransport
 from mintgym.errors import ServerError
-from mintgym.spaces import action_space, observation_space, observation_to_dict
+from mintgym.spaces import action_space, gym_info, observation_space, observation_to_dict
 from mintgym.types import Observation
 
 
@@ -63,14 +63,13 @@ class EnvClient(gym.Env):
                           protocol.reset_body(task_id, seed, self.encoding))
         obs, meta = protocol.decode_frame(resp)
         self.last_observation = obs
-        info = dict(meta.info, frame_id=obs.frame_id)
-        return observation_to_dict(obs, self.side_channels), info
+        return observation_to_dict(obs, self.side_channels), gym_info(meta.info)
 
     def step(self, action: str | ActionModel | dict):
         resp = self._post(f"/v1/sessions/{self.session_id}/step", protocol.step_body(action, self.encoding))
         obs, meta = protocol.decode_frame(resp)
         self.last_observation = obs
-        info = dict(meta.info, frame_id=obs.frame_id)
+        info = gym_info(meta.info)
         return observation_to_dict(obs, self.side_channels), meta.reward, meta.terminated, meta.truncated, info
 
     def render(self):

@@ -16,7 +16,7 @@ from mintgym.action_spaces import ActionModel, InvalidAction
 from mintgym.env import registration
 from mintgym.env.episode import Episode
 from mintgym.server.sessions import resolve_task
-from mintgym.spaces import action_space, observation_space, observation_to_dict
+from mintgym.spaces import action_space, gym_info, observation_space, observation_to_dict
 
 
 class InProcessEnv(gym.Env):
@@ -49,7 +49,7 @@ class InProcessEnv(gym.Env):
         task = resolve_task((options or {}).get("task_id", self.task_id), self.domain, self.episode.task)
         obs, info = self._call(self.episode.reset(task, seed))
         self.last_observation = obs
-        return observation_to_dict(obs, self.side_channels), dict(info, frame_id=obs.frame_id)
+        return observation_to_dict(obs, self.side_channels), gym_info(info)
 
     def step(self, action: str | ActionModel | dict):
         parse_error = None
@@ -60,7 +60,7 @@ class InProcessEnv(gym.Env):
                 action, parse_error = None, str(err)
         outcome = self._call(self.episode.step(action, parse_error))
         self.last_observation = outcome.observation
-        info = dict(outcome.info, frame_id=outcome.observation.frame_id)
+        info = gym_info(outcome.info)
         return (observation_to_dict(outcome.observation, self.side_channels), outcome.reward, outcome.terminated,
                 outcome.truncated, info)
 

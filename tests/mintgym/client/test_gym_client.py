@@ -29,7 +29,7 @@ def test_env_checker_passes_over_http(null_server, encoding):
         check_env(env.unwrapped, skip_render_check=True)
         obs, info = env.reset(seed=5)
         assert env.observation_space.contains(obs)
-        assert info["frame_id"] == env.last_observation.frame_id
+        assert "frame_id" not in info and env.last_observation.frame_id.endswith("-0")
         _, reward, terminated, truncated, info = env.step("done(answer='ok')")
         assert terminated and reward == 1.0
     finally:

@@ -27,7 +27,7 @@ def session_uid(env) -> int:
 
     listed = httpx.get(f"{env.base_url}/v1/sessions", timeout=10).json()["sessions"]
     mine = next(s for s in listed if s["session_id"] == env.session_id)
-    return int(mine["env"]["sandbox"]["uid"])
+    return int(mine["env"]["sandbox"]["sandbox_uid"])
 
 
 def test_killing_a_worker_fails_only_its_episode(pytool_url):
