@@ -1,0 +1,39 @@
+"""Model commands: ``serve-model PATH`` (an OpenAI-compatible server) and ``build-tiny-model PATH``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve-model")(serve_model)
+    app.command("build-tiny-model")(build_tiny_model)
+
+
+def serve_model(
+    path: Path = typer.Argument(..., help="a transformers checkpoint directory (e.g. from build-tiny-model)"),
+    host: str = typer.Option("127.0.0.1", help="interface to bind; anything but loopback needs --api-key"),
+    port: int = typer.Option(8001, help="TCP port"),
+    max_batch_size: int = typer.Option(16, help="requests batched into one generate call"),
+    batch_window_ms: float = typer.Option(10.0, help="how long a batch waits for more requests"),
+    api_key: str | None = typer.Option(None, help="bearer token clients must send", envvar="MINTGYM_API_KEY"),
+) -> None:
+    """Serve a VLM with the hf engine at /v1/chat/completions (OpenAI-compatible, with token ids)."""
+    from mintgym.inference.server import serve_model as _serve
+
+    if not path.is_dir():
+        raise typer.BadParameter(f"{path} is not a directory", param_hint="PATH")
+    _serve(str(path), host=host, port=port, max_batch_size=max_batch_size, batch_window_s=batch_window_ms / 1000,
+           api_key=api_key)
+
+
+def build_tiny_model(
+    path: Path = typer.Argument(..., help="directory to write the tiny Qwen2-VL into"),
+    seed: int = typer.Option(0, help="seed of the random weights"),
+) -> None:
+    """Build a tiny random-weight Qwen2-VL (about 1 MB) for tests and quickstarts; no download."""
+    from mintgym.models.tiny import main
+
+    main(str(path), seed=seed)

@@ -1,0 +1,101 @@
+"""Collect requests from concurrent callers for a few milliseconds and run them as one batch."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from mintgym.inference.base import InferenceEngine
+from mintgym.inference.types import Generation, GenerationRequest
+
+
+@dataclass
+class _Pending:
+    request: GenerationRequest
+    future: asyncio.Future
+    enqueued: float
+
+
+class RequestBatcher:
+    """Queues requests; a worker task sends up to ``max_batch_size`` of them to the engine at once.
+
+    A batch closes when no request came for ``window_s``, when it is full, or ``max_wait_s`` (default
+    5 x ``window_s``) after its first request. The engine runs in a thread, so
+    the event loop keeps accepting requests meanwhile. An engine error fails that batch's requests only.
+    """
+
+    def __init__(self, engine: InferenceEngine, max_batch_size: int = 16, window_s: float = 0.010,
+                 max_wait_s: float | None = None):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        self.max_wait_s = 5 * window_s if max_wait_s is None else max_wait_s
+        self.engine = engine
+        self.max_batch_size = max_batch_size
+        self.window_s = window_s
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._worker: asyncio.Task | None = None
+        #: Sizes of the latest batches (for tests and benchmarks); totals in ``batches`` and ``requests``.
+        self.batch_sizes: deque[int] = deque(maxlen=10_000)
+        self.batches = 0
+        self.requests = 0
+        self.largest_batch = 0
+
+    async def start(self) -> None:
+        if self._worker is None:
+            self._queue = asyncio.Queue()
+            self._worker = asyncio.create_task(self._run(), name="mintgym-inference-batcher")
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+            self._worker = None
+
+    async def submit(self, request: GenerationRequest) -> Generation:
+        if self._queue is None or self._worker is None:
+            raise RuntimeError("RequestBatcher.start() was not called")
+        if self._worker.done():
+            raise RuntimeError("the batching worker has stopped") from self._worker.exception()
+        future = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Pending(request, future, time.perf_counter()))
+        return await future
+
+    async def _run(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            # Keep collecting while requests keep coming (each within window_s of the last), up to
+            # max_wait_s after the first: a burst of callers lands in one batch, a lone caller waits window_s.
+            deadline = time.perf_counter() + self.max_wait_s
+            while len(batch) < self.max_batch_size:
+                remaining = min(self.window_s, deadline - time.perf_counter())
+                if remaining <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), remaining))
+                except TimeoutError:
+                    break
+            batch = [p for p in batch if not p.future.cancelled()]
+            if not batch:
+                continue
+            self.batch_sizes.append(len(batch))
+            self.batches += 1
+            self.requests += len(batch)
+            self.largest_batch = max(self.largest_batch, len(batch))
+            started = time.perf_counter()
+            try:
+                results = await asyncio.to_thread(self.engine.generate, [p.request for p in batch])
+            except Exception as err:  # noqa: BLE001 - handed to every caller of this batch, not swallowed
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(err)
+                continue
+            for p, result in zip(batch, results):
+                result.timings["queue"] = result.timings.get("queue", 0.0) + started - p.enqueued
+                if not p.future.done():
+                    p.future.set_result(result)

@@ -1,0 +1,294 @@
+"""A client engine for any OpenAI-compatible chat-completions server (``vllm serve``, ``mintgym serve-model``).
+
+Images travel as base64 PNG/JPEG data URLs. It asks for ``logprobs`` and, by default, for vLLM's
+``return_token_ids`` (prompt ids at the top level, response ids in ``choices[0].token_ids``); token ids are
+also read from ``logprobs.content[i].token_id`` or from ``token_id:123`` tokens (vLLM's
+``return_tokens_as_token_ids``). Whatever the server does not give is None in the :class:`Generation`.
+
+Connection errors, timeouts, 408, 429 and 5xx are retried with exponential backoff; other 4xx answers and
+exhausted retries raise :class:`mintgym.errors.ServerError` naming the status and the server's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from mintgym.errors import ServerError
+from mintgym.inference.base import InferenceEngine
+from mintgym.inference.images import to_data_url
+from mintgym.inference.types import Generation, GenerationRequest
+
+_TOKEN_ID = re.compile(r"^token_id:(\d+)$")
+_RETRY_STATUS = frozenset({408, 429})
+
+
+class OpenAIEngine(InferenceEngine):
+    """Generate through an OpenAI-compatible HTTP server.
+
+    Args:
+        base_url: the server, e.g. ``http://127.0.0.1:8001`` (``/v1`` is appended when missing).
+        model: model name to request; None asks ``/v1/models`` once and takes the first.
+        api_key: sent as a bearer token.
+        timeout_s: per-request timeout (connect, read and write).
+        max_retries: retries after the first attempt, for retryable failures.
+        backoff_s, backoff_max_s: the first retry waits ``backoff_s``, doubling up to ``backoff_max_s``.
+        return_token_ids: ask for token ids (vLLM >= 0.10.2 and our server); turn off for servers that
+            reject unknown fields.
+        image_format: ``PNG`` (lossless, default) or ``JPEG``.
+        max_concurrency: requests in flight at once for one ``generate``/``agenerate`` call.
+        extra_body: more fields merged into every request body.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.25,
+        backoff_max_s: float = 8.0,
+        return_token_ids: bool = True,
+        image_format: str = "PNG",
+        max_concurrency: int = 16,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        base = base_url.rstrip("/")
+        self.base_url = base if base.endswith("/v1") else base + "/v1"
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self.return_token_ids = return_token_ids
+        self.image_format = image_format
+        self.max_concurrency = max_concurrency
+        self.extra_body = dict(extra_body or {})
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=self._headers)
+        self._model_lock = threading.Lock()
+        self._last_version: int | None = None
+
+    # -- public API ---------------------------------------------------------------------------------------
+
+    @property
+    def policy_version(self) -> int | None:
+        """The version the server reported in its last answer (None before one, or if it never says)."""
+        return self._last_version
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        if not requests:
+            return []
+        if self.model is None:
+            with self._model_lock:
+                if self.model is None:
+                    self._set_model(self._request("GET", "/models"))
+        # Encode every prompt first, so the requests reach the server together and batch there.
+        payloads = [self._payload(r) for r in requests]
+        if len(requests) == 1:
+            return [self._post(requests[0], payloads[0])]
+        with ThreadPoolExecutor(min(self.max_concurrency, len(requests))) as pool:
+            return list(pool.map(self._post, requests, payloads))
+
+    async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        limit = asyncio.Semaphore(self.max_concurrency)
+        async with httpx.AsyncClient(timeout=self.timeout_s, headers=self._headers) as client:
+            if self.model is None:
+                self._set_model(await self._arequest(client, "GET", "/models"))
+
+            async def one(request: GenerationRequest, payload: dict[str, Any]) -> Generation:
+                async with limit:
+                    started = time.perf_counter()
+                    data = await self._arequest(client, "POST", "/chat/completions", payload)
+                    return self._parse(data, request, time.perf_counter() - started)
+
+            payloads = [self._payload(r) for r in requests]
+            return list(await asyncio.gather(*(one(r, p) for r, p in zip(requests, payloads))))
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- request / response -----------------------------------------------------------------------------
+
+    def _post(self, request: GenerationRequest, payload: dict[str, Any]) -> Generation:
+        started = time.perf_counter()
+        data = self._request("POST", "/chat/completions", payload)
+        return self._parse(data, request, time.perf_counter() - started)
+
+    def _set_model(self, data: Any) -> None:
+        try:
+            self.model = data["data"][0]["id"]
+        except (KeyError, IndexError, TypeError):
+            raise ServerError(f"{self.base_url}/models listed no model: {str(data)[:200]!r}") from None
+
+    def _payload(self, request: GenerationRequest) -> dict[str, Any]:
+        p = request.sampling
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [self._message(m) for m in request.messages],
+            "max_tokens": p.max_new_tokens,
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+            "logprobs": True,
+        }
+        if p.top_logprobs:
+            body["top_logprobs"] = p.top_logprobs
+        if p.seed is not None:
+            body["seed"] = p.seed
+        if p.stop:
+            body["stop"] = list(p.stop)
+        if self.return_token_ids:
+            body["return_token_ids"] = True
+        body.update(self.extra_body)
+        return body
+
+    def _message(self, message: dict[str, Any]) -> dict[str, Any]:
+        content = message.get("content")
+        if not isinstance(content, list):
+            return dict(message)
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and (part.get("type") == "image" or "image" in part):
+                url = to_data_url(part["image"], self.image_format)
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+            else:
+                parts.append(part)
+        return {**message, "content": parts}
+
+    def _parse(self, data: Any, request: GenerationRequest, elapsed: float) -> Generation:
+        try:
+            choice = data["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise ServerError(f"{self.base_url}/chat/completions answered without choices[0].message.content: "
+                              f"{str(data)[:200]!r}") from None
+        content = (choice.get("logprobs") or {}).get("content") or []
+        logprobs = [float(c["logprob"]) for c in content] if content else None
+        ids = choice.get("token_ids")
+        if ids is None and content:
+            ids = [_token_id(c) for c in content]
+            ids = None if any(i is None for i in ids) else ids
+        top = None
+        if content and any(c.get("top_logprobs") for c in content):
+            top = [[(tid, float(a["logprob"])) for a in c.get("top_logprobs") or []
+                    if (tid := _token_id(a)) is not None] for c in content]
+        version = data.get("policy_version")
+        version = int(version) if isinstance(version, int) else None
+        self._last_version = version if version is not None else self._last_version
+        finish = choice.get("finish_reason")
+        timings = {"total": elapsed}
+        if isinstance(data.get("timings"), dict):  # our server reports its own
+            timings.update({f"server_{k}": float(v) for k, v in data["timings"].items() if isinstance(v, (int, float))})
+        return Generation(
+            text=text,
+            prompt_token_ids=data.get("prompt_token_ids") or choice.get("prompt_token_ids"),
+            response_token_ids=list(ids) if ids is not None else None,
+            response_logprobs=logprobs,
+            policy_version=version,
+            finish_reason="length" if finish == "length" else "stop",
+            timings=timings,
+            logprobs_source="server" if logprobs is not None else "none",
+            top_logprobs=top,
+            request_id=request.request_id,
+        )
+
+    # -- transport with retries -------------------------------------------------------------------------
+
+    def _delay(self, attempt: int) -> float:
+        return min(self.backoff_s * (2 ** attempt), self.backoff_max_s)
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        url = self.base_url + path
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self._delay(attempt - 1))
+            try:
+                response = self._client.request(method, url, json=body)
+            except httpx.TransportError as err:
+                last = f"{type(err).__name__}: {err or 'no detail'}"
+                continue
+            outcome = _outcome(response, url)
+            if outcome is not None:
+                return outcome
+            last = f"HTTP {response.status_code}: {_server_message(response)}"
+        raise ServerError(f"{method} {url} failed after {self.max_retries + 1} attempts; last: {last}",
+                          status=_status_of(last))
+
+    async def _arequest(self, client: httpx.AsyncClient, method: str, path: str,
+                        body: dict[str, Any] | None = None) -> Any:
+        url = self.base_url + path
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(self._delay(attempt - 1))
+            try:
+                response = await client.request(method, url, json=body)
+            except httpx.TransportError as err:
+                last = f"{type(err).__name__}: {err or 'no detail'}"
+                continue
+            outcome = _outcome(response, url)
+            if outcome is not None:
+                return outcome
+            last = f"HTTP {response.status_code}: {_server_message(response)}"
+        raise ServerError(f"{method} {url} failed after {self.max_retries + 1} attempts; last: {last}",
+                          status=_status_of(last))
+
+
+def _outcome(response: httpx.Response, url: str) -> Any:
+    """The decoded JSON of a success; None for a retryable failure; raises for a final one."""
+    status = response.status_code
+    if status >= 500 or status in _RETRY_STATUS:
+        return None
+    if status >= 400:
+        code = None
+        try:
+            code = response.json()["error"].get("code")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            pass
+        raise ServerError(f"{url} refused the request (HTTP {status}): {_server_message(response)}",
+                          status=status, code=code)
+    if not response.content:
+        raise ServerError(f"{url} answered HTTP {status} with an empty body", status=status)
+    try:
+        return response.json()
+    except (json.JSONDecodeError, ValueError):
+        raise ServerError(f"{url} answered HTTP {status} with a body that is not JSON: "
+                          f"{response.text[:200]!r}", status=status) from None
+
+
+def _server_message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+        if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            return str(data["error"].get("message"))
+        if isinstance(data, dict) and "detail" in data:
+            return str(data["detail"])
+    except ValueError:
+        pass
+    return response.text[:200] or "(empty body)"
+
+
+def _status_of(last: str) -> int | None:
+    match = re.match(r"HTTP (\d+)", last)
+    return int(match.group(1)) if match else None
+
+
+def _token_id(entry: dict[str, Any]) -> int | None:
+    if isinstance(entry.get("token_id"), int):
+        return entry["token_id"]
+    match = _TOKEN_ID.match(str(entry.get("token", "")))
+    return int(match.group(1)) if match else None

@@ -1,0 +1,1 @@
+"""Model builders: a tiny Qwen2-VL for tests and quickstarts."""

@@ -1,0 +1,70 @@
+"""Fixtures: the tiny Qwen2-VL (built once per session), an hf engine on it, and it served over HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from mintgym.inference import GenerationRequest, SamplingParams
+
+
+@contextlib.contextmanager
+def serve_in_thread(app):
+    """Run an ASGI app with uvicorn on a free loopback port; yield its base URL."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(tmp_path_factory) -> str:
+    from mintgym.models.tiny import build_tiny_vlm
+
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny-vlm"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def hf_engine(tiny_model_path):
+    from mintgym.inference.hf import HFEngine
+
+    return HFEngine(tiny_model_path)
+
+
+@pytest.fixture(scope="session")
+def screenshot() -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, (120, 200, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope="session")
+def make_request(screenshot):
+    """``make_request(i, seed=, image=True, **sampling)``: a chat request with a screenshot and task i."""
+
+    def make(i: int = 0, seed: int | None = 1, image: bool = True, **sampling) -> GenerationRequest:
+        content: list[dict] = [{"type": "text", "text": f"Task {i}: click the OK button."}]
+        if image:
+            content.insert(0, {"type": "image", "image": screenshot})
+        sampling.setdefault("max_new_tokens", 10)
+        return GenerationRequest([{"role": "user", "content": content}], SamplingParams(seed=seed, **sampling))
+
+    return make
