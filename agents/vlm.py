@@ -1,0 +1,243 @@
+"""A vision-language-model agent: screenshot in, one action of the domain's action set out.
+
+Each step the agent shows the model the screenshot (optionally resized to at most ``max_pixels``), the
+task, the earlier steps (the last ``history`` screenshots and the text of older answers) and a system
+prompt generated from the domain's :class:`~mintgym.action_spaces.ActionSet`. The answer is parsed by the
+one shared parser, which converts the model's coordinates to screen pixels through the agent's declared
+:class:`~mintgym.action_spaces.frames.CoordinateFrame`. The frame actually used on a step (a resized
+screenshot turns ``absolute`` into ``resized_absolute:WxH``) is recorded with the step.
+
+An answer that does not parse is returned as ``AgentStep(action=None, text=raw, error=why)``: the rollout
+sends the raw text and the env server counts an invalid step. With ``retries`` the model is first told why
+and asked again. A model server that keeps failing raises (the episode ends as ``error`` with the reason);
+one that refuses an image as too large makes the agent shrink the image and ask again.
+
+    >>> agent = VLMAgent(engine="openai", base_url="http://127.0.0.1:8001/v1")  # doctest: +SKIP
+    >>> agent = VLMAgent(engine="hf", model_path="/tmp/tiny-vlm", frame="normalized_1000")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from mintgym.action_spaces import InvalidAction
+from mintgym.action_spaces.frames import (
+    QWEN_MAX_PIXELS,
+    Absolute,
+    CoordinateFrame,
+    ResizedAbsolute,
+    frame_from_name,
+    smart_resize,
+)
+from mintgym.agents.history import History, Turn
+
+from mintgym.errors import ServerError
+from mintgym.inference import GenerationRequest, InferenceEngine, SamplingParams, make_engine
+from mintgym.inference.images import ImageTooLarge
+from mintgym.policy import AgentContext, AgentStep
+from mintgym.types import Observation
+
+#: One line per domain added to the system prompt.
+DOMAIN_HINTS = {
+    "web": "The screenshot shows a web browser page.",
+    "desktop": "The screenshot shows a Linux desktop.",
+    "android": "The screenshot shows an Android phone screen.",
+    "pytool": ("Your code runs in a sandbox; what it prints appears in the next screenshot. "
+               "When you know the answer, end with done(answer=...)."),
+}
+#: How many times one step may shrink its image after the model server refused it as too large.
+MAX_SHRINKS = 3
+
+
+def fit_pixels(size: tuple[int, int], max_pixels: int | None) -> tuple[int, int]:
+    """(width, height) scaled down, aspect kept, to at most ``max_pixels`` pixels (unchanged if it fits)."""
+    width, height = size
+    if max_pixels is None or width * height <= max_pixels:
+        return size
+    scale = math.sqrt(max_pixels / (width * height))
+    return max(1, math.floor(width * scale)), max(1, math.floor(height * scale))
+
+
+def resize_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """The RGB image resized to (width, height) (returned as is when it already has that size)."""
+    if (image.shape[1], image.shape[0]) == tuple(size):
+        return image
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(image).resize(size, Image.Resampling.BICUBIC))
+
+
+class VLMAgent:
+    """A policy backed by an :class:`~mintgym.inference.InferenceEngine`.
+
+    Args:
+        engine: an engine instance (shared, not closed by the agent), or an engine name (``hf``,
+            ``openai``, ``vllm``) built with ``engine_config`` and closed by :meth:`close`.
+        frame: the coordinate frame the model answers in: a :class:`CoordinateFrame` or its name
+            (``absolute``, ``normalized_1000``, ``relative``, ``resized_absolute:WxH``, or bare
+            ``resized_absolute`` for Qwen2-VL's own resizing of each screenshot).
+        history: screenshots shown per request (the current one and ``history - 1`` before it).
+        max_actions: older answers listed as text (None: all).
+        max_pixels: resize screenshots to at most this many pixels (None: as captured).
+        max_new_tokens, temperature, top_p: sampling.
+        seed: base seed of the per-step sampling seeds (mixed with the episode's seed and the step).
+        retries: extra requests after an unparseable answer, each told what was wrong.
+        system_prompt: replaces the generated instructions before the action list.
+        name: the agent's name in trajectories.
+        **engine_config: options of ``make_engine(engine, ...)`` (``base_url``, ``model``, ``model_path``).
+    """
+
+    def __init__(self, engine: InferenceEngine | str = "hf", *, frame: str | CoordinateFrame = "absolute",
+                 history: int = 1, max_actions: int | None = 30, max_pixels: int | None = None,
+                 max_new_tokens: int = 256, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
+                 retries: int = 0, system_prompt: str | None = None, name: str = "vlm", **engine_config: Any):
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        if max_pixels is not None and max_pixels < 1:
+            raise ValueError(f"max_pixels must be a positive number of pixels, got {max_pixels}")
+        self.sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+        if isinstance(engine, str):
+            self.engine, self._owns_engine = make_engine(engine, **engine_config), True
+        elif isinstance(engine, InferenceEngine):
+            if engine_config:
+                raise ValueError(f"engine options {sorted(engine_config)} apply only when engine is a name")
+            self.engine, self._owns_engine = engine, False
+        else:
+            raise TypeError(f"engine must be an InferenceEngine or an engine name, got {type(engine).__name__}")
+        self._qwen_resize = frame == "resized_absolute"
+        self.frame = Absolute() if self._qwen_resize else (frame if isinstance(frame, CoordinateFrame)
+                                                           else frame_from_name(frame))
+        self.max_pixels = max_pixels
+        self.seed = seed
+        self.retries = retries
+        self.system_prompt = system_prompt
+        self.name = name
+        self.history = History(history, max_actions)
+        self.context: AgentContext | None = None
+        self._step = 0
+        #: Lowered when the model server refuses an image as too large; kept for later steps.
+        self._pixel_cap: int | None = None
+
+    # -- the Agent protocol ------------------------------------------------------------------------------
+
+    async def start(self, context: AgentContext) -> None:
+        self.context = context
+        self.history.clear()
+        self._step = 0
+
+    async def act(self, observation: Observation) -> AgentStep:
+        if self.context is None:
+            raise RuntimeError("VLMAgent.act() called before start()")
+        shrinks: list[str] = []
+        while True:
+            frame, shown = self.frame_for(observation.screen_size)
+            image = resize_image(observation.screenshot, shown)
+            try:
+                step = await self._decide(observation, frame, shown, image)
+            except (ServerError, ImageTooLarge) as err:
+                if not _too_large(err) or len(shrinks) >= MAX_SHRINKS or not self._can_shrink():
+                    raise
+                self._pixel_cap = max(1, (shown[0] * shown[1]) // 4)
+                shrinks.append(f"{shown[0]}x{shown[1]} refused: {err}")
+                continue
+            if shrinks:
+                step.extra["image_shrinks"] = shrinks
+            self._step += 1
+            return step
+
+    def close(self) -> None:
+        if self._owns_engine:
+            self.engine.close()
+
+    # -- one step ----------------------------------------------------------------------------------------
+
+    def frame_for(self, screen_size: tuple[int, int]) -> tuple[CoordinateFrame, tuple[int, int]]:
+        """The concrete frame of a step and the size of the image the model is shown."""
+        caps = [c for c in (self.max_pixels, self._pixel_cap) if c is not None]
+        cap = min(caps) if caps else None
+        if self._qwen_resize:
+            shown = smart_resize(screen_size, max_pixels=cap or QWEN_MAX_PIXELS)
+            return ResizedAbsolute(shown), shown
+        if isinstance(self.frame, ResizedAbsolute):
+            return self.frame, self.frame.model_size
+        shown = fit_pixels(screen_size, cap)
+        if isinstance(self.frame, Absolute) and shown != tuple(screen_size):
+            return ResizedAbsolute(shown), shown
+        return self.frame, shown
+
+    def _can_shrink(self) -> bool:
+        return not isinstance(self.frame, ResizedAbsolute)
+
+    def system_text(self, frame: CoordinateFrame, shown: tuple[int, int]) -> str:
+        ctx = self.context
+        assert ctx is not None
+        intro = self.system_prompt or (
+            f"You are an agent that completes tasks on a {ctx.domain} screen, one action at a time. "
+            f"{DOMAIN_HINTS.get(ctx.domain, '')}".strip())
+        actions = ctx.action_set.describe(frame, screen_size=shown)
+        return f"{intro}\n\n{actions}\n\nWhen the task is complete, reply with done(...)."
+
+    def _current_text(self, observation: Observation, frame: CoordinateFrame) -> str:
+        lines = []
+        if observation.zoom is not None:
+            x1, y1, x2, y2 = observation.zoom
+            screen = observation.screen_size
+            a, b = frame.from_screen(x1, y1, screen)
+            c, d = frame.from_screen(min(x2, screen[0] - 1), min(y2, screen[1] - 1), screen)
+            lines.append(f"This screenshot shows the region ({a}, {b})-({c}, {d}) enlarged; coordinates you write "
+                         "still refer to the full screen.")
+        if observation.text:
+            text = observation.text if len(observation.text) <= 4000 else observation.text[-4000:]
+            lines.append(f"Text output:\n{text}")
+        lines.append("What is the next action?")
+        return "\n".join(lines)
+
+    def _seed(self, attempt: int) -> int | None:
+        ctx = self.context
+        if self.seed is None and (ctx is None or ctx.seed is None):
+            return None
+        base = (self.seed or 0) * 1_000_003 + ((ctx.seed if ctx and ctx.seed is not None else 0) * 7919)
+        return (base + self._step * 101 + attempt) % (2**31 - 1)
+
+    async def _decide(self, observation: Observation, frame: CoordinateFrame, shown: tuple[int, int],
+                      image: np.ndarray) -> AgentStep:
+        ctx = self.context
+        assert ctx is not None
+        messages = self.history.messages(self.system_text(frame, shown), ctx.instruction or observation.instruction,
+                                         image, self._current_text(observation, frame))
+        attempts: list[dict[str, Any]] = []
+        for attempt in range(self.retries + 1):
+            sampling = SamplingParams(self.sampling.max_new_tokens, self.sampling.temperature, self.sampling.top_p,
+                                      seed=self._seed(attempt))
+            [gen] = await self.engine.agenerate([GenerationRequest(messages, sampling)])
+            action, error = self._parse(gen.text, frame, observation.screen_size)
+            attempts.append({"text": gen.text, "error": error})
+            if action is not None or attempt == self.retries:
+                break
+            messages = [*messages, {"role": "assistant", "content": gen.text.strip() or "(empty answer)"},
+                        {"role": "user", "content": f"Your answer could not be used: {error}\n"
+                                                    "Reply with exactly one valid action."}]
+        self.history.add(Turn(image, gen.text, error))
+        extra: dict[str, Any] = {"frame": frame.spec, "shown_size": list(shown), "finish_reason": gen.finish_reason,
+                                 "logprobs_source": gen.logprobs_source,
+                                 "model_seconds": gen.timings.get("total")}
+        if len(attempts) > 1:
+            extra["attempts"] = attempts
+        return AgentStep(action=action, text=gen.text, error=error, prompt_token_ids=gen.prompt_token_ids,
+                         response_token_ids=gen.response_token_ids, logprobs=gen.response_logprobs,
+                         policy_version=gen.policy_version, extra=extra)
+
+    def _parse(self, text: str, frame: CoordinateFrame, screen_size: tuple[int, int]):
+        ctx = self.context
+        assert ctx is not None
+        try:
+            return ctx.action_set.parse(text, frame=frame, screen_size=screen_size), None
+        except InvalidAction as err:
+            return None, str(err)
+
+
+def _too_large(err: Exception) -> bool:
+    return isinstance(err, ImageTooLarge) or (isinstance(err, ServerError) and (
+        err.status == 413 or err.code == "image_too_large"))

@@ -1,0 +1,287 @@
+"""The evaluation harness: run a :class:`~mintgym.evals.suites.Benchmark` with an agent and report it.
+
+Rollout without buffer or trainer. Tasks are grouped by domain; each domain gets one env server (started
+by a runtime provider, ``local`` by default, or a running one given by URL) and its episodes run
+``concurrency`` at a time through :func:`mintgym.rollout.runner.run_jobs`. Every episode ends as a
+trajectory under ``OUT/trajectories/<key>`` whose key is stable (task and seed), so a re-run skips the
+episodes that already have a final status. A crashed episode, or one whose server never started, is a
+failure with its reason; a task that cannot run here is listed as skipped with its reason. Nothing is
+dropped silently.
+
+Outputs: ``OUT/results.json`` (see :func:`build_results`), ``OUT/report.html`` and a viewer page per
+trajectory (``OUT/trajectories/index.html``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mintgym.action_spaces import Done
+from mintgym.evals.stats import EpisodeOutcome, group_by, summarize
+from mintgym.evals.suites import Benchmark
+
+from mintgym.errors import MintGymError
+from mintgym.policy import Agent, AgentContext, AgentStep
+from mintgym.rollout.runner import EpisodeJob, run_jobs
+from mintgym.trajectory.store import TrajectoryWriter, load_trajectory
+from mintgym.trajectory.types import Trajectory
+from mintgym.types import Observation
+
+#: Statuses of an episode that has ended (``running`` means it was interrupted).
+FINAL_STATUSES = frozenset({"success", "failure", "error", "timeout"})
+TRAJECTORY_DIR = "trajectories"
+RESULTS_SCHEMA = 1
+
+
+@dataclass
+class EvalConfig:
+    """How to run an evaluation (what to run is the Benchmark)."""
+
+    #: The output directory: results.json, report.html, trajectories/.
+    out: Path
+    #: Episodes per task, with seeds ``seed .. seed+episodes-1``; None uses the benchmark's seeds.
+    episodes: int | None = None
+    #: First seed when ``episodes`` is given; otherwise an offset added to the benchmark's seeds.
+    seed: int = 0
+    #: Episodes run at once per domain.
+    concurrency: int = 1
+    #: Runtime provider that starts env servers (``local``, ``docker``, ``ray``).
+    backend: str = "local"
+    #: A running env server to use instead: one URL (for a single-domain run) or {domain: URL}.
+    env_url: str | dict[str, str] | None = None
+    #: Bearer token for the env server.
+    token: str | None = None
+    #: Wall-clock budget of one episode in seconds (None: no budget).
+    max_seconds: float | None = None
+    #: Re-run episodes that ended in ``error`` or ``timeout`` instead of keeping them.
+    retry_errors: bool = False
+    #: Show a tqdm progress bar.
+    progress: bool = True
+    #: Seconds to wait for a started env server to answer its health check.
+    ready_timeout: float = 300.0
+    #: What the run used (agent, engine, model), copied into results.json.
+    describe: dict[str, Any] = field(default_factory=dict)
+
+
+def episode_key(task_id: str, seed: int | None) -> str:
+    """The stable name of one episode: its trajectory directory and resume key."""
+    return f"{task_id.replace('/', '__')}-seed{seed}"
+
+
+def plan_jobs(benchmark: Benchmark, config: EvalConfig) -> list[EpisodeJob]:
+    """One job per runnable task and seed (skipped tasks get none)."""
+    skipped = {task_id for task_id, _ in benchmark.skipped}
+    if config.episodes is not None:
+        if config.episodes < 1:
+            raise ValueError(f"episodes must be >= 1, got {config.episodes}")
+        seeds = tuple(config.seed + i for i in range(config.episodes))
+    else:
+        seeds = tuple(s + config.seed for s in benchmark.seeds)
+    return [EpisodeJob(task_id, seed, episode_key(task_id, seed))
+            for task_id in benchmark.task_ids if task_id not in skipped for seed in seeds]
+
+
+def finished(traj_root: Path, key: str, retry_errors: bool = False) -> Trajectory | None:
+    """The recorded trajectory of episode ``key`` if it has a final status (resume), else None."""
+    meta = traj_root / key / "meta.json"
+    if not meta.is_file():
+        return None
+    try:
+        status = json.loads(meta.read_text()).get("status")
+    except (OSError, json.JSONDecodeError):
+        return None  # a torn write: run the episode again
+    if status not in FINAL_STATUSES or (retry_errors and status in ("error", "timeout")):
+        return None
+    return load_trajectory(traj_root / key)
+
+
+class StepLimit:
+    """Wraps an agent so it ends the episode (``done(success=False)``) after ``max_steps`` steps.
+
+    The benchmark's step limit, applied the same way to every agent; the step says why it stopped.
+    """
+
+    def __init__(self, agent: Agent, max_steps: int):
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        self.agent, self.max_steps = agent, max_steps
+        self.name = agent.name
+        self._steps = 0
+
+    async def start(self, context: AgentContext) -> None:
+        self._steps = 0
+        await self.agent.start(context)
+
+    async def act(self, observation: Observation) -> AgentStep:
+        self._steps += 1
+        if self._steps > self.max_steps:
+            return AgentStep(Done(success=False), text="done(success=False)",
+                             extra={"stopped": f"benchmark step limit of {self.max_steps} reached"})
+        return await self.agent.act(observation)
+
+
+class _EnvServer:
+    """(base_url, token) of the env server for one domain: a given URL, or one a provider starts."""
+
+    def __init__(self, domain: str, config: EvalConfig):
+        self.domain, self.config = domain, config
+        self.provider = self.handle = None
+
+    def __enter__(self) -> tuple[str, str | None]:
+        url = self.config.env_url
+        if isinstance(url, dict):
+            url = url.get(self.domain)
+        if url:
+            return url, self.config.token
+        from mintgym.runtime.make import provider
+
+        self.provider = provider(self.config.backend)
+        self.handle = self.provider.start(self.domain, token=self.config.token)
+        try:
+            self.provider.wait_ready(self.handle, self.config.ready_timeout)
+        except BaseException:
+            self.provider.stop(self.handle)
+            raise
+        return self.handle.base_url, self.handle.token
+
+    def __exit__(self, *exc: object) -> None:
+        if self.handle is not None:
+            self.provider.stop(self.handle)
+
+
+def _record_failure(traj_root: Path, job: EpisodeJob, agent_name: str, reason: str) -> Trajectory:
+    now = time.time()
+    traj = Trajectory(id=job.key, task_id=job.task_id, domain="", instruction="", agent=agent_name, seed=job.seed,
+                      status="error", error=reason, started=now, ended=now)
+    TrajectoryWriter(traj_root, traj).close()
+    return traj
+
+
+def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: EvalConfig) -> dict[str, Any]:
+    """Run every pending episode of ``benchmark``, then write results.json and report.html; return the results."""
+    from mintgym.env import registration
+
+    started = time.time()
+    out = Path(config.out)
+    traj_root = out / TRAJECTORY_DIR
+    traj_root.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tasks = {task_id: registration.task(task_id) for task_id in benchmark.task_ids}
+    domains = {t.domain for t in tasks.values()}
+    if isinstance(config.env_url, str) and config.env_url and len(domains) > 1:
+        raise ValueError(f"one env URL cannot serve several domains ({', '.join(sorted(domains))}); "
+                         "give one URL per domain as DOMAIN=URL")
+    jobs = plan_jobs(benchmark, config)
+    wrap = (lambda a: StepLimit(a, benchmark.max_steps)) if benchmark.max_steps else (lambda a: a)
+    agent_name = make_agent().name
+    pending = [j for j in jobs if finished(traj_root, j.key, config.retry_errors) is None]
+    by_domain: dict[str, list[EpisodeJob]] = {}
+    for job in pending:
+        by_domain.setdefault(tasks[job.task_id].domain, []).append(job)
+
+    bar = _progress(len(jobs), len(jobs) - len(pending), config.progress)
+    try:
+        for domain, domain_jobs in sorted(by_domain.items()):
+            done_keys: set[str] = set()
+
+            def on_done(job: EpisodeJob, traj: Trajectory, done_keys: set[str] = done_keys) -> None:
+                done_keys.add(job.key)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"{job.task_id}: {traj.status}", refresh=False)
+
+            try:
+                with _EnvServer(domain, config) as (url, token):
+                    asyncio.run(run_jobs(url, domain_jobs, lambda: wrap(make_agent()),
+                                         concurrency=config.concurrency, run_dir=traj_root, token=token,
+                                         max_seconds=config.max_seconds, on_done=on_done))
+            except MintGymError as err:  # the server did not start or went away: its episodes fail, with why
+                reason = f"env server for {domain!r} failed: {type(err).__name__}: {err}"
+                for job in domain_jobs:
+                    if job.key not in done_keys:
+                        _record_failure(traj_root, job, agent_name, reason)
+                        on_done(job, Trajectory(job.key, job.task_id, domain, "", agent_name, status="error"))
+    finally:
+        if bar is not None:
+            bar.close()
+
+    outcomes = [_outcome(traj_root, job, tasks[job.task_id]) for job in jobs]
+    results = build_results(benchmark, outcomes, config, started=started, ended=time.time())
+    write_outputs(out, results)
+    return results
+
+
+def _progress(total: int, initial: int, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit="episode", desc="eval", dynamic_ncols=True)
+
+
+def _outcome(traj_root: Path, job: EpisodeJob, task: Any) -> EpisodeOutcome:
+    path = traj_root / job.key
+    try:
+        traj = load_trajectory(path)
+    except (FileNotFoundError, ValueError) as err:
+        traj = Trajectory(job.key, job.task_id, task.domain, "", "", seed=job.seed, status="error",
+                          error=f"no readable trajectory was recorded: {err}")
+    status = traj.status if traj.status in FINAL_STATUSES else "error"
+    error = traj.error if traj.status in FINAL_STATUSES else "episode did not finish (interrupted)"
+    return EpisodeOutcome(
+        key=job.key, task_id=job.task_id, domain=task.domain, family=task.family or job.task_id.split("/")[0],
+        seed=job.seed, status=status, reward=float(traj.total_reward), steps=len(traj.steps),
+        invalid_steps=sum(1 for s in traj.steps if s.error), logprob_steps=sum(1 for s in traj.steps if s.logprobs),
+        error=error, wall_seconds=traj.wall_seconds, path=os.path.join(TRAJECTORY_DIR, job.key))
+
+
+def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: EvalConfig, *,
+                  started: float, ended: float) -> dict[str, Any]:
+    """The results.json document: overall, per domain, per family, per task, skipped tasks, episodes."""
+    tasks = group_by(outcomes, "task_id")
+    for task_id, summary in tasks.items():
+        first = next(e for e in outcomes if e.task_id == task_id)
+        summary.update(domain=first.domain, family=first.family)
+    overall = summarize(outcomes)
+    overall["wall_seconds"] = ended - started
+    return {
+        "schema_version": RESULTS_SCHEMA,
+        "benchmark": {"name": benchmark.name, "description": benchmark.description,
+                      "tasks": len(benchmark.task_ids), "action_set": benchmark.action_set,
+                      "max_steps": benchmark.max_steps},
+        "config": {"episodes": config.episodes, "seed": config.seed,
+                   "seeds": sorted({e.seed for e in outcomes if e.seed is not None}), "concurrency": config.concurrency,
+                   "backend": config.backend if not config.env_url else "url", "max_seconds": config.max_seconds,
+                   **config.describe},
+        "started": started,
+        "ended": ended,
+        "overall": overall,
+        "domains": group_by(outcomes, "domain"),
+        "families": group_by(outcomes, "family"),
+        "tasks": tasks,
+        "skipped": [{"task_id": t, "reason": r} for t, r in benchmark.skipped],
+        "episodes": [e.to_json() for e in outcomes],
+    }
+
+
+def write_outputs(out: Path, results: dict[str, Any]) -> None:
+    """results.json, a viewer page per trajectory, and report.html."""
+    from mintgym.evals.report import write_report
+
+    from mintgym.trajectory.viewer import write_run_pages
+
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(results, indent=1))
+    os.replace(tmp, out / "results.json")
+    if results["episodes"]:
+        write_run_pages(out / TRAJECTORY_DIR)
+    write_report(out, results)
