@@ -43,5 +43,9 @@ class TaskUnavailable(MintGymError):
     """The task cannot run on this machine (missing app, needs the internet); carries the reason."""
 
 
+class PolicyError(MintGymError):
+    """The policy failed (its model server is down, it crashed): the episode ends in error, the env is fine."""
+
+
 class EpisodeStateError(MintGymError, RuntimeError):
     """An episode call out of order: step() before reset() or after the episode ended."""

@@ -30,6 +30,8 @@ class Observation:
     #: Set when this frame shows the screen region (x1, y1, x2, y2) enlarged after a ``zoom``;
     #: action coordinates still refer to the full screen.
     zoom: tuple[int, int, int, int] | None = None
+    #: Why the environment refused the previous action (the same text as that step's info["error"]).
+    last_error: str | None = None
 
     def __post_init__(self) -> None:
         shot = self.screenshot

@@ -73,6 +73,7 @@ class ObservationMeta(Strict):
     text: str | None = None
     a11y: str | None = None
     zoom: tuple[int, int, int, int] | None = None
+    last_error: str | None = None
 
 
 class FrameMeta(Strict):
@@ -131,7 +132,7 @@ def frame_parts(obs: Observation, options: FrameOptions, reward: float = 0.0, te
         observation=ObservationMeta(
             instruction=obs.instruction, domain=obs.domain, step=obs.step, frame_id=obs.frame_id,
             shape=tuple(obs.screenshot.shape), encoding=options.encoding, text=obs.text, a11y=obs.a11y,
-            zoom=obs.zoom,
+            zoom=obs.zoom, last_error=obs.last_error,
         ),
         reward=reward, terminated=terminated, truncated=truncated, info=info or {},
     )
@@ -151,5 +152,5 @@ def unpack_frame(payload: bytes) -> tuple[Observation, FrameMeta]:
     o = meta.observation
     shot = decode_image(payload[8 + length:], o.encoding, o.shape)
     obs = Observation(screenshot=shot, instruction=o.instruction, domain=o.domain, step=o.step,
-                      frame_id=o.frame_id, text=o.text, a11y=o.a11y, zoom=o.zoom)
+                      frame_id=o.frame_id, text=o.text, a11y=o.a11y, zoom=o.zoom, last_error=o.last_error)
     return obs, meta

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(chromium chromium-driver xvfb x11-utils openbox xterm xdotool mousepad libreoffice-calc
-  libreoffice-writer feh imagemagick fonts-dejavu-core bubblewrap util-linux docker.io adb debootstrap)
+  libreoffice-writer libreoffice-impress feh imagemagick fonts-dejavu-core bubblewrap util-linux docker.io adb
+  debootstrap pulseaudio pulseaudio-utils socat gnome-shell-common vlc gimp python3-xlib sysstat)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -84,7 +84,7 @@ class Episode:
         return obs, {"task_id": task.id, "episode_id": self.episode_id, "seed": seed,
                      "max_steps": task.max_steps}
 
-    async def observe(self) -> Observation:
+    async def observe(self, last_error: str | None = None) -> Observation:
         shot = await self.env.screenshot()
         zoom, self._zoom = self._zoom, None
         if zoom is not None:
@@ -99,6 +99,7 @@ class Episode:
             text=channels.get("text"),
             a11y=channels.get("a11y"),
             zoom=zoom,
+            last_error=last_error,
         )
 
     async def step(self, action: ActionModel | dict | None, parse_error: str | None = None) -> StepOutcome:
@@ -139,7 +140,7 @@ class Episode:
                 raise ValueError(f"task {self.task.id!r} evaluate() returned {reward}, outside [0, 1]")
             self.ended = True
             self.last_reward = reward
-        obs = await self.observe()
+        obs = await self.observe(info.get("error"))
         info["step_seconds"] = time.perf_counter() - started
         return StepOutcome(obs, reward, terminated, truncated, info)
 

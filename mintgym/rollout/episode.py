@@ -46,14 +46,31 @@ async def run_episode(session: AsyncSession, agent: Agent, task_id: str, *, seed
         await (asyncio.wait_for(coro, max_seconds) if max_seconds else coro)
     except asyncio.TimeoutError:
         traj.status, traj.error = "timeout", f"episode exceeded its budget of {max_seconds:.0f}s"
-    except MintGymError as err:
-        traj.status, traj.error = "error", f"{type(err).__name__}: {err}"
-    except Exception as err:  # an agent's crash: recorded as the episode's error, never swallowed silently
+        traj.extra["fault"] = "timeout"
+    except _AgentFailed as failure:  # the policy's fault: recorded as the episode's error, the env is fine
+        err = failure.__cause__
         traj.status, traj.error = "error", f"agent {agent.name} failed: {type(err).__name__}: {err}"
+        traj.extra["fault"] = "agent"
+    except MintGymError as err:  # the environment's or the server's fault
+        traj.status, traj.error = "error", f"{type(err).__name__}: {err}"
+        traj.extra["fault"] = "env"
     traj.ended = time.time()
     if recorder.writer is not None:
         recorder.writer.close()
     return traj
+
+
+class _AgentFailed(Exception):
+    """Wraps any exception an agent raised, so it is told apart from environment faults."""
+
+
+async def _ask(agent: Agent, call):
+    try:
+        return await call
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:
+        raise _AgentFailed() from err
 
 
 class _Recorder:
@@ -77,11 +94,11 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
     context = AgentContext(task_id=task_id, domain=obs.domain, instruction=obs.instruction,
                            action_set=action_set_for(session.action_set), screen_size=obs.screen_size,
                            max_steps=int(info.get("max_steps", 0)), seed=seed, oracle=session.oracle_action)
-    await agent.start(context)
+    await _ask(agent, agent.start(context))
     reward = 0.0
     while True:
         t0 = time.perf_counter()
-        decision = await agent.act(obs)
+        decision = await _ask(agent, agent.act(obs))
         t_agent = time.perf_counter() - t0
         frame = writer.frame(obs.screenshot) if writer is not None else ""
         payload = decision.action if decision.action is not None else decision.text

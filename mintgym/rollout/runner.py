@@ -59,7 +59,8 @@ async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[
                 traj = await run_episode(prepared.session, agent, job.task_id, seed=job.seed, run_dir=run_dir,
                                          max_seconds=max_seconds, trajectory_id=job.key,
                                          started=(prepared.observation, prepared.info))
-                await pool.checkin(prepared.session, failed=traj.status == "error")
+                # Only an environment fault retires the session; a policy failure leaves it healthy.
+                await pool.checkin(prepared.session, failed=traj.extra.get("fault") in ("env", "timeout"))
                 _finish(job, traj)
 
         def _finish(job: EpisodeJob, traj: Trajectory) -> None:

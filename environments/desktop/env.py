@@ -1,0 +1,329 @@
+"""DesktopEnvironment: one session's own X display, window manager, apps and sandboxed user.
+
+Input goes through XTEST on a per-session python-xlib connection; screenshots come from the X
+server's memory through mss (MIT-SHM). All X calls of a session run on one dedicated thread, so a hung
+X server blocks neither the event loop nor the other sessions; a call that does not return in
+``x_timeout`` seconds marks the session crashed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, ClassVar, TypeVar
+
+import numpy as np
+
+from mintgym.action_spaces import ActionModel, Click, Drag, Key, Move, Scroll, Type, Wait
+from mintgym.env.core import Environment, Task
+from mintgym.environments.desktop.display import XServer, wait_for_wm
+from mintgym.environments.desktop.sandbox import CommandResult, Sandbox
+from mintgym.environments.desktop.template import TERMINAL_LOGS, build_template, write_session_bin
+from mintgym.environments.desktop.xinput import XInput
+from mintgym.errors import EnvironmentCrashed
+
+T = TypeVar("T")
+
+#: Where OSWorld tasks (and users' habits) put the home directory; mapped onto the session's home.
+OSWORLD_HOME = "/home/user"
+
+
+class DesktopEnvironment(Environment):
+    domain: ClassVar[str] = "desktop"
+
+    def __init__(self, width: int = 1280, height: int = 720, x_timeout: float = 10.0,
+                 template: Path | None = None):
+        if not (64 <= int(width) <= 7680 and 64 <= int(height) <= 4320):
+            raise ValueError(f"desktop size {width}x{height} is out of range (64..7680 x 64..4320)")
+        self._size = (int(width), int(height))
+        self.x_timeout = float(x_timeout)
+        self._template = template
+        self.sandbox: Sandbox | None = None
+        self.xserver: XServer | None = None
+        self.wm = None
+        self._xlib = None
+        self._input: XInput | None = None
+        self._mss = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._crashed: str | None = None
+        self._closed = False
+        self.last_reset_seconds: float | None = None
+        self._lock = threading.Lock()
+
+    # -- facts -----------------------------------------------------------------------------------
+    @property
+    def screen_size(self) -> tuple[int, int]:
+        return self._size
+
+    @property
+    def home(self) -> Path:
+        """The session's home directory (what ``/home/user`` and ``~`` mean inside the session)."""
+        return self._box().home
+
+    @property
+    def display_name(self) -> str:
+        if self.xserver is None:
+            raise RuntimeError("the desktop session is not started")
+        return self.xserver.name
+
+    def path(self, p: str) -> Path:
+        """Map a path as tasks write it (``/home/user/x``, ``~/x``, relative) into this session."""
+        if p == OSWORLD_HOME or p.startswith(OSWORLD_HOME + "/"):
+            return self.home / p[len(OSWORLD_HOME) + 1:]
+        if p == "~" or p.startswith("~/"):
+            return self.home / p[2:]
+        if not p.startswith("/"):
+            return self.home / p
+        return Path(p)
+
+    def describe(self) -> dict[str, Any]:
+        box = self.sandbox
+        return {"isolation": "user" if box and box.privileged else "process", "display": getattr(self.xserver, "name", None),
+                "user": box.name if box else None, "screen_size": list(self._size)}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="desktop-x")
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._pool, self._start_sync)
+        except BaseException:
+            await self.close()
+            raise
+
+    def _start_sync(self) -> None:
+        template = self._template or build_template()
+        self._template = template
+        self.sandbox = Sandbox.acquire()
+        write_session_bin(self.sandbox.root / "bin")
+        self.sandbox.restore_home(template)
+        self.xserver = XServer.start(*self._size, sandbox=self.sandbox)
+        self._xlib = self.xserver.connect()
+        self._input = XInput(self._xlib)
+        import mss
+
+        self._mss = mss.MSS(display=self.xserver.name)
+        self._start_wm()
+
+    def _start_wm(self) -> None:
+        box = self._box()
+        root = self._xlib.screen().root
+        for name in ("_NET_SUPPORTING_WM_CHECK", "RESOURCE_MANAGER", "_NET_ACTIVE_WINDOW"):
+            root.delete_property(self._xlib.intern_atom(name))
+        self._xlib.sync()
+        self.wm = box.spawn(["openbox", "--sm-disable"], self.display_name, log_name="openbox")
+        wait_for_wm(self._xlib, self.wm)
+        self._input.move(self._size[0] // 2, self._size[1] // 2)
+
+    async def reset(self, task: Task, seed: int | None) -> None:
+        """Kill every process of the session, lay the home template down again, restart the WM."""
+        started = time.perf_counter()
+        await self._call(self._reset_sync)
+        self.last_reset_seconds = time.perf_counter() - started
+
+    def _reset_sync(self) -> None:
+        box = self._box()
+        box.kill_all()
+        box.restore_home(self._template)
+        self._start_wm()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            loop = asyncio.get_running_loop()
+            try:
+                await asyncio.wait_for(loop.run_in_executor(pool, self._close_sync), 20)
+            except (asyncio.TimeoutError, RuntimeError):
+                self._close_sync(force=True)
+            pool.shutdown(wait=False, cancel_futures=True)
+        else:
+            self._close_sync()
+
+    def _close_sync(self, force: bool = False) -> None:
+        if self.sandbox is not None:
+            try:
+                self.sandbox.kill_all()
+            except RuntimeError:
+                pass
+        for closer in (getattr(self._mss, "close", None), getattr(self._xlib, "close", None)):
+            if closer is not None and not force:
+                try:
+                    closer()
+                except Exception:  # the X server may already be gone; closing must not fail
+                    pass
+        self._mss = self._xlib = self._input = None
+        if self.xserver is not None:
+            self.xserver.stop()
+            self.xserver = None
+        if self.sandbox is not None:
+            self.sandbox.release()
+            self.sandbox = None
+
+    async def alive(self) -> bool:
+        if self._crashed or self._closed or self.xserver is None:
+            return False
+        if not self.xserver.alive():
+            self._crashed = f"Xvfb {self.xserver.name} exited with code {self.xserver.proc.returncode}"
+            return False
+        return True
+
+    # -- actions and pixels ----------------------------------------------------------------------
+    async def execute(self, action: ActionModel) -> None:
+        if isinstance(action, Wait):
+            await self._ensure_alive()
+            await asyncio.sleep(action.seconds)
+            return
+        await self._call(self._execute_sync, action)
+
+    def _execute_sync(self, action: ActionModel) -> None:
+        inp = self._input
+        if isinstance(action, Click):
+            inp.click(action.x, action.y, action.button, action.clicks)
+        elif isinstance(action, Move):
+            inp.move(action.x, action.y)
+        elif isinstance(action, Drag):
+            inp.drag(action.x1, action.y1, action.x2, action.y2)
+        elif isinstance(action, Scroll):
+            inp.scroll(action.x, action.y, action.dx, action.dy)
+        elif isinstance(action, Type):
+            inp.type_text(action.text)
+        elif isinstance(action, Key):
+            inp.key_combo(action.keys)
+        else:
+            raise TypeError(f"the desktop cannot execute {action.type!r}")
+
+    async def screenshot(self) -> np.ndarray:
+        return await self._call(self._grab_sync)
+
+    def _grab_sync(self) -> np.ndarray:
+        shot = self._mss.grab({"left": 0, "top": 0, "width": self._size[0], "height": self._size[1]})
+        bgra = np.frombuffer(shot.raw, dtype=np.uint8).reshape(self._size[1], self._size[0], 4)
+        return bgra[..., [2, 1, 0]]  # one gather into a new RGB array: cheaper than a reversed-axis copy
+
+    async def side_channels(self, wanted: frozenset[str]) -> dict[str, str]:
+        if "text" not in wanted:
+            return {}
+        titles = [t for _, t in await self.windows()]
+        return {"text": "windows: " + "; ".join(titles)}
+
+    # -- domain hooks for tasks ------------------------------------------------------------------
+    async def run(self, command: list[str] | str, *, shell: bool = False, timeout: float = 60.0,
+                  env: dict[str, str] | None = None) -> CommandResult:
+        """Run a command as the session user (HOME in the session directory) and wait for it."""
+        await self._ensure_alive()
+        return await self._box().run(command, self.display_name, shell=shell, timeout=timeout, extra_env=env)
+
+    async def launch(self, command: list[str] | str, *, shell: bool = False, env: dict[str, str] | None = None) -> int:
+        """Start an app as the session user without waiting; returns its pid."""
+        await self._ensure_alive()
+        argv = ["/bin/bash", "-c", command if isinstance(command, str) else " ".join(command)] if shell else command
+        if isinstance(argv, str):
+            argv = [argv]
+        proc = self._box().spawn(argv, self.display_name, extra_env=env, log_name="apps")
+        return proc.pid
+
+    async def windows(self) -> list[tuple[int, str]]:
+        """(window id, title) of every managed top-level window, oldest first."""
+        return await self._call(self._windows_sync)
+
+    def _windows_sync(self) -> list[tuple[int, str]]:
+        d = self._xlib
+        root = d.screen().root
+        prop = root.get_full_property(d.intern_atom("_NET_CLIENT_LIST"), 0)
+        found = []
+        utf8 = d.intern_atom("UTF8_STRING")
+        for wid in (prop.value if prop else []):
+            win = d.create_resource_object("window", wid)
+            try:
+                name = win.get_full_property(d.intern_atom("_NET_WM_NAME"), utf8)
+                title = name.value.decode(errors="replace") if name else (win.get_wm_name() or "")
+            except Exception:  # the window vanished between the list and the query
+                continue
+            found.append((int(wid), str(title)))
+        return found
+
+    async def window_rect(self, wid: int) -> tuple[int, int, int, int]:
+        """(x, y, width, height) of a window on the screen, in screenshot pixels."""
+        return await self._call(self._rect_sync, wid)
+
+    def _rect_sync(self, wid: int) -> tuple[int, int, int, int]:
+        win = self._xlib.create_resource_object("window", wid)
+        geo = win.get_geometry()
+        pos = win.translate_coords(self._xlib.screen().root, 0, 0)
+        return -pos.x, -pos.y, geo.width, geo.height
+
+    async def activate_window(self, title: str, *, exact: bool = False) -> bool:
+        """Raise and focus the first window whose title contains (or equals) ``title``."""
+        for wid, name in await self.windows():
+            if (name == title) if exact else (title.lower() in name.lower()):
+                await self._call(self._activate_sync, wid)
+                return True
+        return False
+
+    async def close_window(self, title: str) -> bool:
+        for wid, name in await self.windows():
+            if title.lower() in name.lower():
+                await self._call(self._client_message, wid, "_NET_CLOSE_WINDOW", [0, 2, 0, 0, 0])
+                return True
+        return False
+
+    def _activate_sync(self, wid: int) -> None:
+        self._client_message(wid, "_NET_ACTIVE_WINDOW", [2, 0, 0, 0, 0])
+
+    def _client_message(self, wid: int, atom: str, data: list[int]) -> None:
+        from Xlib import X
+        from Xlib.protocol import event
+
+        d = self._xlib
+        win = d.create_resource_object("window", wid)
+        msg = event.ClientMessage(window=win, client_type=d.intern_atom(atom), data=(32, data))
+        d.screen().root.send_event(msg, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask)
+        d.sync()
+
+    def terminal_logs(self) -> list[Path]:
+        """Output logs of the terminals opened through ``mintgym-terminal``, newest last."""
+        folder = self.home / TERMINAL_LOGS
+        return sorted(folder.glob("*.log"), key=lambda p: p.stat().st_mtime) if folder.exists() else []
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _box(self) -> Sandbox:
+        if self.sandbox is None:
+            raise RuntimeError("the desktop session is not started (or already closed)")
+        return self.sandbox
+
+    async def _ensure_alive(self) -> None:
+        if not await self.alive():
+            raise EnvironmentCrashed(f"desktop session crashed: {self._crashed or 'closed'}")
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        await self._ensure_alive()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._pool, fn, *args)
+        try:
+            return await asyncio.wait_for(future, self.x_timeout if fn is not self._reset_sync else 60)
+        except asyncio.TimeoutError:
+            self._crashed = f"X call {fn.__name__} did not return within {self.x_timeout:g} s"
+            raise EnvironmentCrashed(f"desktop session crashed: {self._crashed}") from None
+        except (ConnectionError, OSError) as err:
+            if not await self.alive() or _is_x_connection_error(err):
+                self._crashed = self._crashed or f"lost the X connection: {err}"
+                raise EnvironmentCrashed(f"desktop session crashed: {self._crashed}") from err
+            raise
+        except Exception as err:
+            if _is_x_connection_error(err) or not await self.alive():
+                self._crashed = self._crashed or f"lost the X connection: {err}"
+                raise EnvironmentCrashed(f"desktop session crashed: {self._crashed}") from err
+            raise
+
+
+def _is_x_connection_error(err: BaseException) -> bool:
+    from Xlib.error import ConnectionClosedError
+
+    name = type(err).__name__
+    return isinstance(err, ConnectionClosedError) or name in {"ScreenShotError"} or "connection" in str(err).lower() and "X" in str(err)

@@ -1,0 +1,47 @@
+"""DesktopHost: the env server's factory of desktop sessions (each its own Xvfb, WM and user)."""
+
+from __future__ import annotations
+
+import shutil
+import weakref
+from typing import Any, ClassVar
+
+from mintgym.env.core import EnvironmentHost
+from mintgym.environments.desktop.env import DesktopEnvironment
+
+REQUIRED_BINARIES = ("Xvfb", "openbox", "xterm", "xauth", "xhost")
+APPS = {"terminal": "xterm", "editor": "mousepad", "calc": "localc", "writer": "lowriter", "viewer": "feh",
+        "browser": "chromium", "vlc": "vlc", "gimp": "gimp", "impress": "loimpress"}
+
+
+class DesktopHost(EnvironmentHost):
+    """Sessions share nothing but the home template; options: ``width``, ``height``, ``x_timeout``."""
+
+    domain: ClassVar[str] = "desktop"
+
+    def __init__(self, **defaults: Any):
+        self.defaults = defaults
+        self.sessions: weakref.WeakSet[DesktopEnvironment] = weakref.WeakSet()
+
+    async def start(self) -> None:
+        missing = [b for b in REQUIRED_BINARIES if shutil.which(b) is None]
+        if missing:
+            raise RuntimeError(f"the desktop host needs {', '.join(missing)} installed")
+
+    async def create(self, options: dict[str, Any]) -> DesktopEnvironment:
+        env = DesktopEnvironment(**{**self.defaults, **options})
+        await env.start()
+        self.sessions.add(env)
+        return env
+
+    async def stop(self) -> None:
+        for env in list(self.sessions):
+            await env.close()
+        self.sessions.clear()
+
+    async def healthy(self) -> bool:
+        return all(shutil.which(b) for b in REQUIRED_BINARIES)
+
+    def describe(self) -> dict[str, Any]:
+        return {"apps": {name: bool(shutil.which(binary)) for name, binary in APPS.items()},
+                "isolation": "one X display and one unprivileged user per session"}

@@ -1,0 +1,90 @@
+"""Why an OSWorld task cannot run on this machine (None when it can). Cheap: no X, no processes."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import urllib.parse
+from pathlib import Path
+
+from mintgym.evals.osworld.getters import GETTERS
+from mintgym.evals.osworld.loader import OSWorldSpec, Step
+from mintgym.evals.osworld.metrics import METRICS
+from mintgym.evals.osworld.steps import (CONTROLLER_HELPERS, SUPPORTED_STEPS, is_local_url, preinstalled_apt,
+                                         program_of)
+
+SESSION_HELPERS = {"python", "python3", "google-chrome", "mintgym-terminal"}
+#: Needs no check of ours can see from the JSON alone.
+KNOWN_BLOCKERS = {
+    "94d95f96-9699-4208-98ba-3c3119edf9c2": "installs Spotify from the internet",
+    "69acbb55-d945-4927-a87b-8480e1a5bb7e": "installs a GitHub project and its pip packages from the internet",
+    "48d05431-6cd5-4e76-82eb-12b60d823f7d": "needs conda (Anaconda), which is not installed",
+    "5812b315-e7bd-4265-b51f-863c02174c28": "needs sudo to create a system user (the session user is unprivileged)",
+}
+STEP_NEEDS = {
+    "chrome_open_tabs": "opens web pages (needs the internet and Chrome's DevTools port)",
+    "chrome_close_tabs": "drives Chrome through its DevTools port",
+    "googledrive": "needs a Google Drive account",
+    "login": "needs an online account login",
+    "update_browse_history": "edits Chrome's history database of the VM image",
+}
+SCHEMA_DIR = Path("/usr/share/glib-2.0/schemas")
+
+
+def _steps(spec: OSWorldSpec) -> list[Step]:
+    return list(spec.config) + list(spec.evaluator.postconfig)
+
+
+def why_unavailable(spec: OSWorldSpec) -> str | None:
+    if spec.id in KNOWN_BLOCKERS:
+        return KNOWN_BLOCKERS[spec.id]
+    ev = spec.evaluator
+    if ev.infeasible:
+        return None
+    # A step installing packages that are installed already changes nothing: it needs neither sudo
+    # nor the network here.
+    steps = [s for s in _steps(spec) if not preinstalled_apt(s.parameters.get("command"))]
+    text = json.dumps([spec.instruction, [s.parameters for s in steps], ev.results, ev.expected])
+    for step in steps:
+        if step.type in STEP_NEEDS:
+            return f"config step {step.type!r} {STEP_NEEDS[step.type]}"
+        if step.type not in SUPPORTED_STEPS:
+            return f"config step {step.type!r} is not supported offline"
+        if step.type == "download":
+            for item in step.parameters.get("files", []):
+                url = str(item.get("url", ""))
+                if not is_local_url(url):
+                    return f"downloads its files from {urllib.parse.urlparse(url).hostname} (needs the internet)"
+        if step.type in ("launch", "execute", "command"):
+            prog = None if step.parameters.get("shell") else program_of(step.parameters.get("command", ""))
+            if prog and prog not in SESSION_HELPERS and prog not in CONTROLLER_HELPERS and shutil.which(prog) is None:
+                return f"needs {prog!r}, which is not installed"
+    for getter in (*ev.results, *ev.expected):
+        if getter is None:
+            continue
+        kind = getter.get("type")
+        if kind not in GETTERS:
+            return f"evaluator getter {kind!r} is not implemented offline"
+        if kind in ("cache_file", "cloud_file"):
+            urls = getter.get("path") or getter.get("url") or ""
+            for url in urls if isinstance(urls, list) else [urls]:
+                if not is_local_url(str(url)):
+                    return f"its reference files come from {urllib.parse.urlparse(str(url)).hostname} (needs the internet)"
+    for func in ev.funcs:
+        if func not in METRICS:
+            return f"metric {func!r} is not implemented offline"
+    if "{CLIENT_PASSWORD}" in text or re.search(r"\bsudo\b", text):
+        return "needs sudo (the session user is unprivileged)"
+    for schema in set(re.findall(r"gsettings (?:get|set|reset) ([\w.]+)", text)):
+        if not (SCHEMA_DIR / f"{schema}.gschema.xml").exists():
+            return f"needs the GSettings schema {schema} (GNOME is not installed)"
+    if re.search(r"\b(pactl|pulseaudio)\b", text) and shutil.which("pulseaudio") is None:
+        return "needs PulseAudio, which is not installed"
+    app_needs = {"libreoffice_impress": "loimpress", "gimp": "gimp", "vlc": "vlc", "vs_code": "code",
+                 "thunderbird": "thunderbird", "chrome": "chromium"}
+    for app in {spec.app, *spec.related_apps}:
+        binary = app_needs.get(app)
+        if binary and shutil.which(binary) is None:
+            return f"needs {app} ({binary!r} is not installed)"
+    return None

@@ -1,0 +1,97 @@
+"""OSWorld getters: read a value from the live session for a metric. ``await getter(env, config)``.
+
+Paths are the session's (``/home/user`` is already mapped to the session home); commands run as the
+session user. File getters return a path on this machine, or None when the file does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from typing import Any, Awaitable, Callable
+
+from mintgym.environments.desktop.env import DesktopEnvironment
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
+CHROME_PREFS = ".config/google-chrome/Default/Preferences"
+
+
+async def vm_command_line(env: DesktopEnvironment, config: dict) -> str:
+    result = await env.run(config["command"], shell=bool(config.get("shell", False)), timeout=60)
+    return result.stdout
+
+
+async def vm_command_error(env: DesktopEnvironment, config: dict) -> str:
+    result = await env.run(config["command"], shell=bool(config.get("shell", False)), timeout=60)
+    return result.stderr
+
+
+async def vm_file(env: DesktopEnvironment, config: dict) -> str | list[str | None] | None:
+    paths = config["path"] if isinstance(config["path"], list) else [config["path"]]
+    found = [str(env.path(p)) if env.path(p).is_file() else None for p in paths]
+    return found if isinstance(config["path"], list) else found[0]
+
+
+async def vm_terminal_output(env: DesktopEnvironment, config: dict) -> str | None:
+    """The text of the most recent terminal (its output log, escape sequences removed)."""
+    await asyncio.sleep(0.5)  # let the shell answer the last command typed into it
+    logs = env.terminal_logs()
+    if not logs:
+        return None
+    return ANSI.sub("", logs[-1].read_text(errors="replace"))
+
+
+async def rule(env: DesktopEnvironment, config: dict) -> Any:
+    return config["rules"]
+
+
+async def default_video_player(env: DesktopEnvironment, config: dict) -> str:
+    result = await env.run(["xdg-mime", "query", "default", "video/mp4"], timeout=20)
+    return result.stdout.strip()
+
+
+def _chrome_prefs(env: DesktopEnvironment) -> dict:
+    path = env.home / CHROME_PREFS
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+async def default_search_engine(env: DesktopEnvironment, config: dict) -> str:
+    data = _chrome_prefs(env)
+    return data.get("default_search_provider_data", {}).get("template_url_data", {}).get("short_name", "Google")
+
+
+async def chrome_font_size(env: DesktopEnvironment, config: dict) -> dict:
+    defaults = {"default_fixed_font_size": 13, "default_font_size": 16, "minimum_font_size": 13}
+    return {**defaults, **_chrome_prefs(env).get("webkit", {}).get("webprefs", {})}
+
+
+async def gimp_config_file(env: DesktopEnvironment, config: dict) -> str | None:
+    path = env.home / ".config/GIMP/2.10" / config["file_name"]
+    return str(path) if path.is_file() else None
+
+
+async def vlc_config(env: DesktopEnvironment, config: dict) -> str | None:
+    path = env.home / ".config/vlc/vlcrc"
+    return str(path) if path.is_file() else None
+
+
+async def cache_file(env: DesktopEnvironment, config: dict) -> str | None:
+    """A reference file given by a local path or ``file://`` URL (remote URLs make a task unavailable)."""
+    from mintgym.evals.osworld.steps import local_source
+
+    src = local_source(config.get("path") or config["url"])
+    return str(src) if src.is_file() else None
+
+
+GETTERS: dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]] = {
+    "vm_command_line": vm_command_line, "vm_command_error": vm_command_error, "vm_file": vm_file,
+    "vm_terminal_output": vm_terminal_output, "rule": rule, "rules": rule,
+    "default_video_player": default_video_player, "default_search_engine": default_search_engine,
+    "chrome_font_size": chrome_font_size, "gimp_config_file": gimp_config_file, "vlc_config": vlc_config,
+    "cache_file": cache_file, "cloud_file": cache_file,
+}
