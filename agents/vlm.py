@@ -181,6 +181,9 @@ class VLMAgent:
 
     def _current_text(self, observation: Observation, frame: CoordinateFrame) -> str:
         lines = []
+        own_note = self.history.turns[-1].note if self.history.turns else None
+        if observation.last_error and not own_note:  # parsed, but the environment refused it
+            lines.append(f"The environment refused your last action: {observation.last_error}")
         if observation.zoom is not None:
             x1, y1, x2, y2 = observation.zoom
             screen = observation.screen_size

@@ -81,3 +81,25 @@ async def test_unavailable_task_refuses_reset():
 def test_unknown_side_channel_is_rejected():
     with pytest.raises(ValueError, match="unknown side channels"):
         Episode(NullEnvironment(), frozenset({"dom"}))
+
+
+async def test_the_next_observation_carries_the_refusal_then_clears_it():
+    ep = Episode(NullEnvironment(64, 48))
+    await ep.reset(task(max_steps=5), seed=1)
+    refused = (await ep.step({"type": "click", "x": 999, "y": 1})).observation
+    assert refused.last_error is not None and "off the 64x48 screen" in refused.last_error
+    accepted = (await ep.step(Click(x=1, y=1))).observation
+    assert accepted.last_error is None
+
+
+def test_wire_round_trip_keeps_every_observation_field():
+    from mintgym.types import Observation
+    from mintgym.wire import FrameOptions, pack_frame, unpack_frame
+
+    shot = np.arange(48 * 64 * 3, dtype=np.uint8).reshape(48, 64, 3)
+    obs = Observation(shot, "do it", "null", 3, "e-3", text="out", a11y="tree", zoom=(1, 2, 3, 4), last_error="no")
+    back, meta = unpack_frame(pack_frame(obs, FrameOptions(encoding="raw"), 0.5, True, False, {"k": 1}))
+    np.testing.assert_array_equal(back.screenshot, shot)
+    assert (back.instruction, back.step, back.frame_id, back.text, back.a11y, back.zoom, back.last_error) == \
+        ("do it", 3, "e-3", "out", "tree", (1, 2, 3, 4), "no")
+    assert meta.reward == 0.5 and meta.terminated and meta.info == {"k": 1}
