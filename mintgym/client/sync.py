@@ -63,7 +63,14 @@ class EnvClient(gym.Env):
                           protocol.reset_body(task_id, seed, self.encoding))
         obs, meta = protocol.decode_frame(resp)
         self.last_observation = obs
+        self._follow_screen(obs)
         return observation_to_dict(obs, self.side_channels), gym_info(meta.info)
+
+    def _follow_screen(self, obs) -> None:
+        """A reset onto a task with another viewport changes the frame size: the space follows it."""
+        if obs.screen_size != tuple(self.screen_size):
+            self.screen_size = obs.screen_size
+            self.observation_space = observation_space(self.screen_size, self.side_channels)
 
     def step(self, action: str | ActionModel | dict):
         resp = self._post(f"/v1/sessions/{self.session_id}/step", protocol.step_body(action, self.encoding))

@@ -49,7 +49,8 @@ class Environment(abc.ABC):
     @property
     @abc.abstractmethod
     def screen_size(self) -> tuple[int, int]:
-        """(width, height) of the screenshots, in pixels. Fixed for the life of a session."""
+        """(width, height) of the screenshots, in pixels. Fixed for an episode; a reset onto a task of
+        another pack may change it (web tasks carry their viewport)."""
 
     async def start(self) -> None:
         """Acquire per-session resources (a browser context, a display). Called once before reset."""
@@ -73,6 +74,10 @@ class Environment(abc.ABC):
     async def alive(self) -> bool:
         """False once the environment's browser, display, emulator or sandbox is gone."""
         return True
+
+    def step_info(self) -> dict[str, Any]:
+        """Facts about the last step for ``info`` (e.g. MiniWoB's raw reward); JSON-serializable."""
+        return {}
 
     async def close(self) -> None:
         """Release everything; must be safe to call twice."""

@@ -141,6 +141,9 @@ class Episode:
             self.ended = True
             self.last_reward = reward
         obs = await self.observe(info.get("error"))
+        extra = self.env.step_info()
+        if extra:
+            info.update({k: v for k, v in extra.items() if k not in ("error", "action")})
         info["step_seconds"] = time.perf_counter() - started
         return StepOutcome(obs, reward, terminated, truncated, info)
 

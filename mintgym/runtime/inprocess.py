@@ -49,7 +49,14 @@ class InProcessEnv(gym.Env):
         task = resolve_task((options or {}).get("task_id", self.task_id), self.domain, self.episode.task)
         obs, info = self._call(self.episode.reset(task, seed))
         self.last_observation = obs
+        self._follow_screen(obs)
         return observation_to_dict(obs, self.side_channels), gym_info(info)
+
+    def _follow_screen(self, obs) -> None:
+        """A reset onto a task with another viewport changes the frame size: the space follows it."""
+        if obs.screen_size != tuple(self.screen_size):
+            self.screen_size = obs.screen_size
+            self.observation_space = observation_space(self.screen_size, self.side_channels)
 
     def step(self, action: str | ActionModel | dict):
         parse_error = None

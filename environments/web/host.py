@@ -1,0 +1,168 @@
+"""The web host: ONE Chromium for all of a server's sessions, one browser context per session.
+
+It also owns the loopback HTTP server that serves MiniWoB++'s HTML from the installed ``miniwob`` package
+and the project's web apps (with their per-session server-side state).
+
+When the browser dies, :meth:`WebHost.healthy` turns False, the sessions that lived in it report
+``alive() == False`` (their actions raise EnvironmentCrashed), and the next :meth:`WebHost.create`
+launches a fresh browser for the new session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import weakref
+from typing import Any, ClassVar
+
+from mintgym.environments.web.env import WebEnvironment
+from mintgym.environments.web.options import WebOptions
+from mintgym.environments.web.server import LocalServer, miniwob_mount
+from mintgym.environments.web.webapps.server import AppStore, webapp_routes
+from playwright.async_api import Browser, Playwright, async_playwright
+from playwright.async_api import Error as PlaywrightError
+from pydantic import ValidationError
+
+from mintgym.env.core import EnvironmentHost
+
+log = logging.getLogger("mintgym.web")
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = (
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+)
+#: Playwright passes its own ``--disable-features`` list; a second one replaces it, so ours repeats it
+#: (as Playwright 1.65 sets it) and adds the two features that make Chromium >= 151 pre-render the
+#: address-bar popup (WebUI) in its own ~70 MB renderer for EVERY browser context, i.e. every session.
+PLAYWRIGHT_DISABLED_FEATURES = (
+    "AimEnabled", "AvoidCorsURLLoaderRestartOnRedirect", "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose", "HttpsFirstBalancedModeAutoEnable", "HttpsUpgrades", "LensOverlay",
+    "MediaRouter", "NetworkTimeServiceQuerying", "OptimizationHints", "PaintHolding", "PreconnectToSearch",
+    "TcpPortRandomizationWin", "ThirdPartyStoragePartitioning",
+)
+DISABLED_FEATURES = PLAYWRIGHT_DISABLED_FEATURES + ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
+
+
+class WebHost(EnvironmentHost):
+    """Shared Chromium + loopback server; ``create(options)`` gives a session (see :class:`WebOptions`).
+
+    Args:
+        executable_path: the Chromium binary (Debian's; Playwright's own download is not used).
+        headless: run without a display.
+        extra_args: more Chromium switches, appended to :data:`CHROMIUM_ARGS`.
+        **defaults: default :class:`WebOptions` for every session (a session's options override them).
+    """
+
+    domain: ClassVar[str] = "web"
+
+    def __init__(self, executable_path: str = CHROMIUM, headless: bool = True,
+                 extra_args: tuple[str, ...] = (), **defaults: Any):
+        WebOptions(**defaults)  # fail early on a bad default
+        self.executable_path = executable_path
+        self.headless = headless
+        self.extra_args = tuple(extra_args)
+        self.defaults = defaults
+        self.apps = AppStore()
+        self.server = LocalServer([miniwob_mount(), *webapp_routes(self.apps)])
+        self._playwright: Playwright | None = None
+        self.browser: Browser | None = None
+        self.browser_version = ""
+        self.launches = 0
+        self._envs: weakref.WeakSet[WebEnvironment] = weakref.WeakSet()
+        self._env_browser: weakref.WeakKeyDictionary[WebEnvironment, Browser] = weakref.WeakKeyDictionary()
+        self._lock = asyncio.Lock()
+        self._started = False
+
+    # ---- shared resources ----------------------------------------------------------------------------
+    @property
+    def server_origin(self) -> str:
+        return self.server.origin
+
+    @property
+    def own_ports(self) -> tuple[int, ...]:
+        return (self.server.port,)
+
+    async def start(self) -> None:
+        async with self._lock:
+            if self._started:
+                return
+            await self.server.start()
+            self._playwright = await async_playwright().start()
+            await self._launch()
+            self._started = True
+
+    async def _launch(self) -> None:
+        if self.browser is not None:
+            try:
+                await asyncio.wait_for(self.browser.close(), 10.0)
+            except (TimeoutError, PlaywrightError) as err:  # the old browser is dead: best effort
+                log.debug("closing the dead browser failed: %s", err)
+        self.browser = await self._playwright.chromium.launch(
+            executable_path=self.executable_path, headless=self.headless,
+            args=[*CHROMIUM_ARGS, "--disable-features=" + ",".join(DISABLED_FEATURES), *self.extra_args])
+        self.browser_version = self.browser.version
+        self.launches += 1
+        log.info("launched Chromium %s (launch %d)", self.browser_version, self.launches)
+
+    async def healthy(self) -> bool:
+        return self.browser is not None and self.browser.is_connected()
+
+    async def stop(self) -> None:
+        async with self._lock:
+            for env in list(self._envs):
+                await env.close()
+            if self.browser is not None:
+                try:
+                    await asyncio.wait_for(self.browser.close(), 15.0)
+                except (TimeoutError, PlaywrightError) as err:
+                    log.warning("closing Chromium failed: %s", err)
+                self.browser = None
+            if self._playwright is not None:
+                await self._playwright.stop()
+                self._playwright = None
+            await self.server.stop()
+            self._started = False
+
+    # ---- sessions ------------------------------------------------------------------------------------
+    async def create(self, options: dict[str, Any]) -> WebEnvironment:
+        try:
+            opts = WebOptions(**{**self.defaults, **(options or {})})
+        except ValidationError as err:
+            raise ValueError(f"bad web session options: {err.errors()[0]['loc']}: {err.errors()[0]['msg']} "
+                             f"(known options: {', '.join(WebOptions.model_fields)})") from None
+        if not self._started:
+            await self.start()
+        async with self._lock:
+            if not await self.healthy():
+                log.warning("Chromium is gone; relaunching it for new sessions")
+                await self._launch()
+            browser = self.browser
+        env = WebEnvironment(self, opts, secrets.token_hex(16))
+        self._envs.add(env)
+        self._env_browser[env] = browser
+        try:
+            await env.start()
+        except BaseException:
+            await env.close()
+            raise
+        return env
+
+    def browser_connected(self, env: WebEnvironment) -> bool:
+        """True while the browser ``env`` was created in still runs."""
+        browser = self._env_browser.get(env)
+        return browser is not None and browser.is_connected()
+
+    def forget(self, env: WebEnvironment) -> None:
+        self._envs.discard(env)
+        self.apps.drop(env.session_token)
+
+    @property
+    def session_count(self) -> int:
+        return len(self._envs)
+
+    def describe(self) -> dict[str, Any]:
+        return {"browser": self.browser_version, "executable": self.executable_path,
+                "isolation": "one browser context per session", "server": self.server_origin,
+                "sessions": self.session_count, "launches": self.launches}

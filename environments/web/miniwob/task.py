@@ -1,0 +1,115 @@
+"""A MiniWoB++ task: its page from the installed package, its instruction and reward from its own JavaScript.
+
+An episode starts the way MiniWoB's gymnasium environment starts one: ``core.endEpisode(0)`` stops a
+running episode, ``Math.seedrandom(seed)`` seeds the page's RNG, ``core.setDataMode('train')`` and
+``core.startEpisodeReal()`` generate the problem, and the instruction is ``core.getUtterance()`` (the
+``#query`` text). The episode ends when the page sets ``WOB_DONE_GLOBAL`` (a success, a failure, or
+MiniWoB's own timer, ``core.EPISODE_MAX_TIME``, running out).
+
+Reward mapping (MiniWoB rewards lie in [-1, 1]; the Task contract wants [0, 1]):
+``evaluate = max(0, WOB_RAW_REWARD_GLOBAL)`` once the page says done, else 0. The raw reward is the
+task's own score *without* MiniWoB's time penalty, so success is ``raw > 0`` (1.0 for every binary task)
+and partial-credit tasks keep their fraction; failures (-1) and time-outs score 0. The time-scaled reward
+the gymnasium environment returns (``WOB_REWARD_GLOBAL``) and the raw one are both kept in
+``env.task_info["miniwob"]`` (``env_reward``, ``raw_reward``, ``reason``, ``done``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mintgym.action_spaces import ActionModel
+from mintgym.environments.web.task import WebTask
+
+if TYPE_CHECKING:
+    import random
+
+    from mintgym.environments.web.env import WebEnvironment
+
+VIEWPORT = (160, 210)  # MiniWoB's task area (the gymnasium environment crops to it)
+FLIGHT_VIEWPORT = (375, 667)
+
+_METADATA_JS = """() => ({done: !!WOB_DONE_GLOBAL, env_reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
+                          reason: WOB_REWARD_REASON === null ? null : String(WOB_REWARD_REASON),
+                          episode: WOB_EPISODE_ID})"""
+_START_JS = """([seed, limit]) => {
+  if (!document.getElementById('mintgym-style')) {
+    const style = document.createElement('style');
+    style.id = 'mintgym-style';
+    // MiniWoB's reward HUD and click visualizer sit right of the 160 px task area (the gymnasium env crops
+    // them away); hidden here so the page never scrolls sideways to them.
+    style.textContent = '#reward-display, #click-canvas { display: none !important; }';
+    document.head.appendChild(style);
+  }
+  core.endEpisode(0);
+  if (limit !== null) core.EPISODE_MAX_TIME = limit;
+  if (seed === null) Math.seedrandom(); else Math.seedrandom(seed);
+  core.setDataMode('train');
+  core.startEpisodeReal();
+  window.scrollTo(0, 0);
+  return core.EPISODE_MAX_TIME;
+}"""
+
+
+@dataclass
+class MiniWobTask(WebTask):
+    """One MiniWoB++ task (``miniwob/<name>``), loaded from ``/miniwob/<path>`` on the host's server."""
+
+    name: str = ""
+    path: str = ""
+    viewport: tuple[int, int] = VIEWPORT
+    max_steps: int = 25
+
+    def _url(self, env: WebEnvironment) -> str:
+        return f"{env.host.server_origin}/miniwob/{self.path}"
+
+    async def setup(self, env: WebEnvironment, rng: random.Random) -> str:
+        url = self._url(env)
+        page = env.main_page
+        if page.url != url:
+            await env.open(url)
+            await page.wait_for_function("() => typeof core !== 'undefined' && core.cover_div !== null",
+                                         timeout=60_000)
+        seed = rng.randrange(2**31)
+        limit = env.options.miniwob_time_limit_ms
+        max_time = await env.evaluate_js(_START_JS, [seed, limit])
+        await page.wait_for_function("() => WOB_TASK_READY === true", timeout=60_000)
+        env.task_info["miniwob"] = {"task": self.name, "seed": seed, "episode_max_time_ms": max_time,
+                                    "done": False, "env_reward": 0.0, "raw_reward": 0.0, "reason": None}
+        env.task_info["miniwob_deadline"] = time.monotonic() + max_time / 1000 + 1.0
+        return await env.evaluate_js("() => core.getUtterance()")
+
+    async def state(self, env: WebEnvironment) -> dict:
+        """MiniWoB's own episode record for this session (and it is stored in ``env.task_info``)."""
+        meta = await env.evaluate_js(_METADATA_JS)
+        info = env.task_info.setdefault("miniwob", {})
+        info.update(done=meta["done"], env_reward=float(meta["env_reward"]),
+                    raw_reward=float(meta["raw_reward"]), reason=meta["reason"])
+        return info
+
+    async def finished(self, env: WebEnvironment) -> bool:
+        if (await self.state(env))["done"]:
+            return True
+        deadline = env.task_info.get("miniwob_deadline")
+        return deadline is not None and time.monotonic() > deadline
+
+    async def evaluate(self, env: WebEnvironment) -> float:
+        info = await self.state(env)
+        if not info["done"]:
+            return 0.0
+        return max(0.0, min(1.0, info["raw_reward"]))
+
+
+@dataclass
+class SolvedMiniWobTask(MiniWobTask):
+    """A MiniWoB++ task with a DOM-reading oracle (see :mod:`.oracles`)."""
+
+    async def oracle(self, env: WebEnvironment) -> AsyncIterator[ActionModel]:
+        from mintgym.environments.web.miniwob.oracles import SOLVERS
+
+        query = await env.evaluate_js("() => core.getUtterance()")
+        async for action in SOLVERS[self.name](env, query):
+            yield action

@@ -1,0 +1,32 @@
+"""Per-session options of a web environment (the ``env_options`` of a session)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from mintgym.environments.web.task import DEFAULT_VIEWPORT
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class WebOptions(BaseModel):
+    """Options a client may pass when it creates a web session; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: (width, height) before the first task sets its own; tasks carry their pack's viewport.
+    viewport: tuple[int, int] = DEFAULT_VIEWPORT
+    #: How screenshots are taken from Chromium: lossless PNG (default) or JPEG (faster on large pages).
+    screenshot_format: Literal["png", "jpeg"] = "png"
+    jpeg_quality: int = Field(90, ge=10, le=100)
+    #: Seconds a ``goto`` may take to reach the load event before it is reported as an error.
+    goto_timeout_s: float = Field(10.0, gt=0, le=120)
+    #: Seconds an action waits for a navigation it started to finish loading (it never fails on this).
+    settle_timeout_s: float = Field(3.0, ge=0, le=60)
+    #: Extra hosts (``host`` or ``host:port``) the session may reach besides the host's own servers.
+    allow: tuple[str, ...] = ()
+    #: Allow every loopback port, not only the host's own servers.
+    allow_loopback: bool = False
+    #: Texts longer than this are entered with one insertText (like a paste) instead of key by key.
+    max_keystroke_chars: int = Field(500, ge=1)
+    #: Override MiniWoB's per-task episode time limit, in ms (None keeps each task's own limit).
+    miniwob_time_limit_ms: int | None = Field(None, gt=0)

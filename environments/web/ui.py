@@ -1,0 +1,90 @@
+"""DOM-reading helpers for oracles: find an element on the page, then act on it with pixel actions only.
+
+An oracle reads where things are (``getBoundingClientRect`` via Playwright), and yields the shared
+actions a person would take: scroll it into view, click its centre, select the field's text and type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from mintgym.action_spaces import ActionModel, Click, Key, Scroll, Type
+
+if TYPE_CHECKING:
+    from mintgym.environments.web.env import WebEnvironment
+
+
+async def wait_for(env: WebEnvironment, selector: str, timeout_s: float = 10.0) -> None:
+    """Wait until ``selector`` is visible on the session's current page (across navigations)."""
+    await env.page.wait_for_selector(selector, state="visible", timeout=timeout_s * 1000)
+
+
+async def wait_js(env: WebEnvironment, predicate: str, arg=None, timeout_s: float = 10.0) -> None:
+    """Wait until the JS function ``predicate`` is truthy on the current page (errors count as false:
+    the document may be mid-navigation)."""
+    guarded = f"(arg) => {{ try {{ return ({predicate})(arg); }} catch (e) {{ return false; }} }}"
+    await env.page.wait_for_function(guarded, arg=arg, timeout=timeout_s * 1000)
+
+
+async def center(env: WebEnvironment, selector: str) -> tuple[int, int] | None:
+    """The viewport pixel at the centre of ``selector``'s first visible box, or None when none is visible."""
+    box = await env.page.evaluate(
+        """(sel) => { for (const el of document.querySelectorAll(sel)) {
+               const r = el.getBoundingClientRect();
+               if (r.width > 0 && r.height > 0) return [r.left + r.width / 2, r.top + r.height / 2]; }
+             return null; }""", selector)
+    return None if box is None else (int(box[0]), int(box[1]))
+
+
+async def click(env: WebEnvironment, selector: str, clicks: int = 1, wait: bool = True) -> AsyncIterator[ActionModel]:
+    """Scroll ``selector`` into view with the wheel if needed, then click its centre."""
+    if wait:
+        await wait_for(env, selector)
+    width, height = env.screen_size
+    for _ in range(8):
+        point = await center(env, selector)
+        if point is None:
+            raise LookupError(f"oracle: nothing visible matches {selector!r} on {env.page.url}")
+        x, y = point
+        if 0 <= x < width and 0 <= y < height:
+            yield Click(x=x, y=y, clicks=clicks)
+            return
+        yield Scroll(x=width // 2, y=height // 2, dx=0, dy=y - height // 2)
+        await asyncio.sleep(0.2)  # wheel scrolling may animate
+    raise LookupError(f"oracle: could not scroll {selector!r} into view")
+
+
+async def fill(env: WebEnvironment, selector: str, text: str) -> AsyncIterator[ActionModel]:
+    """Click the field, select what it holds and type ``text`` over it."""
+    async for action in click(env, selector):
+        yield action
+    yield Key(keys=("ctrl", "a"))
+    if text:
+        yield Type(text=text)
+    else:
+        yield Key(keys=("backspace",))
+
+
+_TEXT_JS = """([scope, text, tags]) => {
+  const want = text.trim();
+  const hits = [];
+  for (const el of document.querySelectorAll(scope + ' *')) {
+    if (tags && !tags.includes(el.tagName)) continue;
+    if (el.textContent.trim() !== want) continue;
+    if ([...el.children].some((c) => c.textContent.trim() === want && (!tags || tags.includes(c.tagName)))) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) hits.push([r.left + r.width / 2, r.top + r.height / 2]);
+  }
+  return hits.length ? hits[0] : null;
+}"""
+
+
+async def click_text(env: WebEnvironment, text: str, scope: str = "body",
+                     tags: tuple[str, ...] | None = None, clicks: int = 1) -> AsyncIterator[ActionModel]:
+    """Click the innermost visible element under ``scope`` whose text is exactly ``text``."""
+    point = await env.page.evaluate(_TEXT_JS, [scope, text, list(tags) if tags else None])
+    if point is None:
+        raise LookupError(f"oracle: no visible element under {scope!r} reads {text!r}")
+    yield Click(x=int(point[0]), y=int(point[1]), clicks=clicks)

@@ -1,0 +1,247 @@
+"""Layer 3: the ``ray`` provider -- env servers as Ray actors, placed across a cluster.
+
+Each :meth:`RayProvider.start` creates one actor, which binds a socket on its node, starts the env
+server (``python -m mintgym.server``) as a child process serving on that socket, and reports the URL.
+The child is told to die with the actor (``--parent-pid``), so ``ray.kill`` or a lost node leaves no
+orphan server. Resources per session (``num_cpus``, custom resources such as ``{"browser": 1}``) let
+Ray's scheduler spread servers over the nodes that can hold them.
+
+Works with a local ``ray.init()`` and with a cluster (``address="auto"`` on a cluster node, or
+``ray://head:10001`` through Ray Client). Off loopback the server requires a bearer token; one is
+generated per server when none is given.
+
+Example:
+    >>> prov = RayProvider(num_cpus=1, resources={"browser": 1})  # doctest: +SKIP
+    >>> handle = prov.start("web"); prov.wait_ready(handle)        # doctest: +SKIP
+    >>> prov.stop(handle)                                           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from typing import Any
+
+from mintgym.errors import BackendError
+from mintgym.runtime.providers import Provider, ServerHandle, wait_for_health
+
+NAMESPACE = "mintgym"
+
+
+class EnvServerActor:
+    """Runs one env server process on the actor's node (wrapped by ``ray.remote`` in :class:`RayProvider`)."""
+
+    def __init__(self, domain: str, bind: str, token: str | None, request_timeout: float,
+                 host_options: dict, python: str | None = None):
+        import ray
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((bind, 0))
+        listener.listen(1024)
+        self.port = listener.getsockname()[1]
+        self.host = ray.util.get_node_ip_address() if bind in ("0.0.0.0", "") else bind
+        fd, self.log = tempfile.mkstemp(prefix=f"mintgym-ray-{domain}-{self.port}-", suffix=".log")
+        os.close(fd)
+        cmd = [python or sys.executable, "-m", "mintgym.server", domain, "--fd", str(listener.fileno()),
+               "--parent-pid", str(os.getpid()), "--request-timeout", str(request_timeout),
+               "--host-options", json.dumps(host_options)]
+        env = dict(os.environ)
+        if token:
+            env["MINTGYM_TOKEN"] = token
+        with open(self.log, "wb") as out:
+            try:
+                self.proc = subprocess.Popen(cmd, pass_fds=[listener.fileno()], stdout=out, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+            finally:
+                listener.close()
+
+    def info(self) -> dict:
+        """Where the server listens, and on which node and process."""
+        import ray
+
+        return {"url": f"http://{self.host}:{self.port}", "pid": self.proc.pid,
+                "node_id": ray.get_runtime_context().get_node_id(), "log": self.log}
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self, grace: float = 10.0) -> int | None:
+        """End the server's process group; returns its exit code."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # whatever is left of the group (browsers, displays) goes too
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        code = self.proc.wait()
+        try:
+            os.unlink(self.log)
+        except OSError:
+            pass
+        return code
+
+
+class RayProvider(Provider):
+    """Starts env servers as Ray actors.
+
+    Args:
+        address: Ray cluster to join when Ray is not initialized yet (None: a local Ray; ``"auto"``;
+            ``"ray://head:10001"``). An already initialized Ray is used as it is.
+        num_cpus: CPUs each server reserves on its node.
+        resources: Custom resources each server reserves (``{"browser": 1}``).
+        memory: Bytes of memory each server reserves (Ray's logical accounting), or None.
+        bind: Address the server binds on its node: ``0.0.0.0`` (reachable from other nodes; a token
+            is then required and generated if not given) or ``127.0.0.1`` (same-node clients only).
+        scheduling: Ray scheduling strategy for the actors (``"SPREAD"`` or ``"DEFAULT"``).
+        request_timeout: Request timeout the server applies, seconds.
+        schedule_timeout: Seconds to wait for Ray to place and start the actor (a cluster without
+            free resources would otherwise wait forever).
+        python: Python executable on the nodes (default: the actor's own).
+        init_kwargs: Extra ``ray.init`` arguments used when this provider initializes Ray.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, num_cpus: float = 1.0, resources: dict[str, float] | None = None,
+                 memory: int | None = None, bind: str = "0.0.0.0", scheduling: str = "SPREAD",
+                 request_timeout: float = 60.0, schedule_timeout: float = 300.0, python: str | None = None,
+                 init_kwargs: dict | None = None):
+        if num_cpus < 0:
+            raise ValueError(f"num_cpus must be >= 0, not {num_cpus}")
+        if scheduling not in ("SPREAD", "DEFAULT"):
+            raise ValueError(f"scheduling must be 'SPREAD' or 'DEFAULT', not {scheduling!r}")
+        self.address = address
+        self.num_cpus = num_cpus
+        self.resources = dict(resources or {})
+        self.memory = memory
+        self.bind = bind
+        self.scheduling = scheduling
+        self.request_timeout = request_timeout
+        self.schedule_timeout = schedule_timeout
+        self.python = python
+        self.init_kwargs = dict(init_kwargs or {})
+        self._actors: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._remote_cls = None
+
+    def _ray(self):
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=self.address, namespace=NAMESPACE, **self.init_kwargs)
+        if self._remote_cls is None:
+            self._remote_cls = ray.remote(EnvServerActor)
+        return ray
+
+    def start(self, domain: str, *, token: str | None = None, options: dict | None = None) -> ServerHandle:
+        options = dict(options or {})
+        host_options = options.pop("host_options", {}) or {}
+        num_cpus = options.pop("num_cpus", self.num_cpus)
+        resources = {**self.resources, **options.pop("resources", {})}
+        request_timeout = options.pop("request_timeout", self.request_timeout)
+        if options:
+            raise ValueError(f"unknown ray start option(s) {sorted(options)}; "
+                             "known: host_options, num_cpus, resources, request_timeout")
+        ray = self._ray()
+        from ray.exceptions import GetTimeoutError, RayError
+
+        from mintgym.server.serve import is_loopback
+
+        if not token and not is_loopback(self.bind):
+            token = secrets.token_urlsafe(24)
+        name = f"mintgym-{domain}-{uuid.uuid4().hex[:10]}"
+        opts: dict[str, Any] = {"name": name, "num_cpus": num_cpus, "max_restarts": 0,
+                                "scheduling_strategy": self.scheduling}
+        if resources:
+            opts["resources"] = resources
+        if self.memory is not None:
+            opts["memory"] = self.memory
+        actor = self._remote_cls.options(**opts).remote(domain, self.bind, token, request_timeout, host_options,
+                                                         self.python)
+        try:
+            info = ray.get(actor.info.remote(), timeout=self.schedule_timeout)
+        except GetTimeoutError:
+            ray.kill(actor)
+            raise BackendError(f"Ray could not place a {domain!r} env server within {self.schedule_timeout:.0f}s: "
+                               f"no node has num_cpus={num_cpus} and resources={resources} free "
+                               f"(cluster has {ray.available_resources()})") from None
+        except RayError as err:
+            ray.kill(actor)
+            raise BackendError(f"the Ray actor for a {domain!r} env server failed to start: {err}") from err
+        with self._lock:
+            self._actors[name] = actor
+        return ServerHandle(info["url"], domain, token, name,
+                            {"node_id": info["node_id"], "pid": info["pid"], "log": info["log"]})
+
+    def wait_ready(self, handle: ServerHandle, timeout: float = 120.0) -> None:
+        try:
+            wait_for_health(handle, timeout, alive=lambda: self.alive(handle))
+        except BackendError as err:
+            raise BackendError(f"{err}\n--- server log ({handle.ident}) ---\n{self.log_tail(handle)}") from None
+
+    def alive(self, handle: ServerHandle) -> bool:
+        actor = self._actors.get(handle.ident)
+        if actor is None:
+            return False
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        try:
+            return bool(ray.get(actor.alive.remote(), timeout=30))
+        except RayActorError:
+            return False
+        except GetTimeoutError:
+            return True  # busy, not known to be gone
+
+    def log_tail(self, handle: ServerHandle) -> str:
+        actor = self._actors.get(handle.ident)
+        if actor is None:
+            return "(actor gone)"
+        import ray
+        from ray.exceptions import RayError
+
+        try:
+            return ray.get(actor.log_tail.remote(), timeout=10)
+        except RayError as err:
+            return f"(log unavailable: {err})"
+
+    def stop(self, handle: ServerHandle) -> None:
+        with self._lock:
+            actor = self._actors.pop(handle.ident, None)
+        if actor is None:
+            return
+        import ray
+        from ray.exceptions import RayError
+
+        try:
+            ray.get(actor.stop.remote(), timeout=20)
+        except RayError:
+            pass  # the actor is gone or stuck: killing it below ends the server too (--parent-pid)
+        ray.kill(actor, no_restart=True)
+
+    def stop_all(self) -> None:
+        for name in list(self._actors):
+            self.stop(ServerHandle("", "", ident=name))

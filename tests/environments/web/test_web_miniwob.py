@@ -1,0 +1,93 @@
+"""MiniWoB++ through real Chromium: rewards come from the task's own JavaScript, seeds reproduce episodes,
+and the DOM-reading oracle solves 20+ tasks with pixel actions only."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import pytest_asyncio
+from mintgym.action_spaces import Click, Done
+from mintgym.environments.web.miniwob.oracles import SOLVERS
+
+from mintgym.env import registration
+from mintgym.env.episode import Episode
+from mintgym.testing import run_oracle
+
+pytestmark = [pytest.mark.web, pytest.mark.asyncio(loop_scope="module")]
+
+SOLVED = sorted(t.id for t in registration.tasks(prefix="miniwob/") if t.has_oracle())
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def episode(host):
+    env = await host.create({})
+    yield Episode(env, frozenset({"text"}))
+    await env.close()
+
+
+async def test_at_least_twenty_tasks_have_an_oracle():
+    assert len(SOLVED) >= 20 and set(SOLVED) == {f"miniwob/{n}" for n in SOLVERS}
+
+
+@pytest.mark.parametrize("task_id", SOLVED)
+async def test_oracle_reaches_mean_reward_09_over_three_seeds(episode, task_id):
+    task = registration.task(task_id)
+    rewards = []
+    for seed in (0, 1, 2):
+        report = await run_oracle(episode, task, seed)
+        assert report.untouched_score == 0.0
+        assert report.errors == []
+        rewards.append(report.oracle_reward)
+        info = episode.env.task_info["miniwob"]
+        assert info["done"] and info["raw_reward"] == report.oracle_reward  # the page's own number
+        assert 0 < info["env_reward"] <= info["raw_reward"]  # the gym's time-scaled reward is kept too
+    assert sum(rewards) / len(rewards) >= 0.9, rewards
+
+
+async def test_instruction_comes_from_the_page_and_seeds_reproduce(episode):
+    task = registration.task("miniwob/click-button")
+    first, _ = await episode.reset(task, seed=7)
+    again, _ = await episode.reset(task, seed=7)
+    assert first.instruction.startswith("Click on the") and first.instruction == again.instruction
+    assert (first.screenshot == again.screenshot).mean() > 0.99
+    others = {(await episode.reset(task, seed=s))[0].instruction for s in range(8, 14)}
+    assert len(others | {first.instruction}) > 1
+    assert first.screenshot.shape == (210, 160, 3)
+
+
+async def test_a_wrong_click_ends_the_episode_with_reward_zero(episode):
+    task = registration.task("miniwob/click-test-2")
+    obs, _ = await episode.reset(task, seed=3)
+    wanted = "ONE" if "ONE" in obs.instruction else "TWO"
+    other = "#subbtn2" if wanted == "ONE" else "#subbtn"
+    box = await episode.env.page.locator(other).bounding_box()
+    out = await episode.step(Click(x=int(box["x"] + box["width"] / 2), y=int(box["y"] + box["height"] / 2)))
+    assert out.terminated and out.reward == 0.0
+    assert episode.env.task_info["miniwob"]["raw_reward"] == -1.0
+
+
+async def test_untouched_episode_is_not_finished_and_done_scores_zero(episode):
+    await episode.reset(registration.task("miniwob/enter-text"), seed=1)
+    assert not await episode.task.finished(episode.env)
+    out = await episode.step(Done())
+    assert out.terminated and out.reward == 0.0
+
+
+async def test_time_limit_ends_the_episode(host):
+    env = await host.create({"miniwob_time_limit_ms": 300})
+    try:
+        ep = Episode(env)
+        await ep.reset(registration.task("miniwob/click-button"), seed=0)
+        await asyncio.sleep(0.8)
+        assert await ep.task.finished(env)
+        assert env.task_info["miniwob"]["reason"] == "timed out"
+        assert await ep.evaluate() == 0.0
+    finally:
+        await env.close()
+
+
+async def test_flight_task_loads_from_the_package(episode):
+    obs, _ = await episode.reset(registration.task("miniwob/flight.AA"), seed=0)
+    assert obs.screenshot.shape == (667, 375, 3)
+    assert obs.instruction and "127.0.0.1" in obs.text
