@@ -382,14 +382,22 @@ class WebEnvironment(Environment):
             shot = _fit(shot, width, height)
         return shot
 
-    async def _fallback_screenshot(self, page: Page) -> bytes:
+    async def _fallback_screenshot(self, page: Page, attempts: int = 3) -> bytes:
+        """Playwright's own screenshot, retried: a loaded machine can miss a frame while a page commits a
+        navigation ("Unable to capture screenshot"); a crashed page fails at once."""
         kind = self.options.screenshot_format
-        try:
-            return await page.screenshot(type=kind, timeout=25_000,
-                                         **({"quality": self.options.jpeg_quality} if kind == "jpeg" else {}))
-        except PlaywrightError as err:
-            crash = self._crash_from(err)
-            raise (crash or EnvironmentCrashed(f"the page produced no screenshot: {err}")) from None
+        extra = {"quality": self.options.jpeg_quality} if kind == "jpeg" else {}
+        for attempt in range(attempts):
+            try:
+                return await page.screenshot(type=kind, timeout=25_000, **extra)
+            except PlaywrightError as err:
+                crash = self._crash_from(err)
+                if crash is not None:
+                    raise crash from None
+                if attempt == attempts - 1:
+                    raise EnvironmentCrashed(f"the page produced no screenshot in {attempts} tries: {err}") from None
+                await asyncio.sleep(0.5 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     async def side_channels(self, wanted: frozenset[str]) -> dict[str, str]:
         self._ensure_alive()

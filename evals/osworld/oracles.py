@@ -61,11 +61,15 @@ def _vlc(key: str, value: str, section: str = "core") -> Oracle:
 
 
 def _gimprc(line: str) -> str:
-    return (f"pkill gimp; sleep 1; mkdir -p ~/.config/GIMP/2.10; echo '{line}' >> ~/.config/GIMP/2.10/gimprc")
+    return (f"pkill gimp; {WAIT_GONE.format(name='gimp')} mkdir -p ~/.config/GIMP/2.10; echo '{line}' >> ~/.config/GIMP/2.10/gimprc")
 
+
+#: Wait (up to 30 s) until no process of that name is left: an app writes its settings as it exits, and
+#: under load that takes longer than any fixed sleep.
+WAIT_GONE = "timeout 30 sh -c 'while pgrep -u \"$(id -u)\" {name} >/dev/null; do sleep 0.2; done';"
 
 LO_AUTOSAVE = (
-    "pkill -x soffice.bin; sleep 1; python3 -c \"import pathlib; "
+    "pkill -x soffice.bin; " + WAIT_GONE.format(name="-x soffice.bin") + " python3 -c \"import pathlib; "
     "p=pathlib.Path.home()/'.config/libreoffice/4/user/registrymodifications.xcu'; "
     "p.parent.mkdir(parents=True,exist_ok=True); "
     "head='<?xml version=\\\"1.0\\\" encoding=\\\"UTF-8\\\"?><oor:items xmlns:oor=\\\"http://openoffice.org/2001/registry\\\" "
