@@ -69,7 +69,7 @@ def _gimprc(line: str) -> str:
 WAIT_GONE = "timeout 30 sh -c 'while pgrep -u \"$(id -u)\" {name} >/dev/null; do sleep 0.2; done';"
 
 LO_AUTOSAVE = (
-    "pkill -x soffice.bin; " + WAIT_GONE.format(name="-x soffice.bin") + " python3 -c \"import pathlib; "
+    "pkill -x oosplash; pkill -x soffice.bin; " + WAIT_GONE.format(name="-x soffice.bin") + " python3 -c \"import pathlib; "
     "p=pathlib.Path.home()/'.config/libreoffice/4/user/registrymodifications.xcu'; "
     "p.parent.mkdir(parents=True,exist_ok=True); "
     "head='<?xml version=\\\"1.0\\\" encoding=\\\"UTF-8\\\"?><oor:items xmlns:oor=\\\"http://openoffice.org/2001/registry\\\" "
@@ -134,5 +134,6 @@ ORACLES: dict[str, Oracle] = {
     # multi_apps: sample CPU usage with sar every second for 30 s into a report on the Desktop
     "2373b66a-092d-44cb-bfd7-82e86e7a3b4d": _shell("sar -u 1 30 > ~/Desktop/System_Resources_Report.txt", settle=36.0),
     # libreoffice (impress): AutoRecovery/auto-save every 3 minutes
-    "2cd43775-7085-45d8-89fa-9e35c0a915cf": _shell(LO_AUTOSAVE, settle=2.0),
+    # (LibreOffice writes its settings on exit: let the launched Impress open fully before closing it)
+    "2cd43775-7085-45d8-89fa-9e35c0a915cf": _after_window("LibreOffice", _shell(LO_AUTOSAVE, settle=2.0)),
 }
