@@ -1,0 +1,114 @@
+"""Async vs sync RL throughput, and (``--lag-study``) how the lag bound and the correction affect reward.
+
+Throughput: the quickstart's tiny policy on ``null/echo`` and ``pytool/count-shapes-0``, each env step
+taking a realistic, varying time (a lognormal delay per step on the worker, mean ``--step-seconds``,
+sigma ``--step-sigma``: the null env itself answers in about a millisecond). For sync mode and for async
+mode at each ``--lags`` value it runs ``--steps`` trainer steps and reports samples/s and train steps/s
+over the steps after the first (warm-up), then the async/sync ratio.
+
+    .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, about 6 minutes here
+    .venv/bin/python benchmarks/async_vs_sync.py --lag-study     # final quickstart reward per (max_lag, correction); long
+
+Numbers depend on the machine; on a shared 2-core box run nothing else meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def base_config(steps: int) -> dict:
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    cfg["train"].update({"steps": steps, "checkpoint_every": 0})
+    return cfg
+
+
+def throughput(args) -> list[dict]:
+    from mintgym.trainer.config import RunConfig
+    from mintgym.trainer.train import train
+
+    rows = []
+    for mode, lag in [("sync", 0)] + [("async", lag) for lag in args.lags]:
+        raw = base_config(args.steps)
+        raw["rollout"].update({"simulated_step_seconds": [args.step_seconds, args.step_sigma],
+                               "groups_in_flight": args.groups_in_flight})
+        raw["train"].update({"mode": mode, "max_lag": lag, "mismatch_snapshots": 0})
+        cfg = RunConfig.from_dict(raw)
+        with tempfile.TemporaryDirectory(prefix="mintgym-bench-") as out:
+            result = train(cfg, out, log=lambda s: None)
+        timed = result.history[1:]
+        seconds = sum(m["time/step"] for m in timed)
+        samples = sum(m["samples"] for m in timed)
+        row = {"mode": mode, "max_lag": lag if mode == "async" else None, "steps": len(timed),
+               "samples_per_s": samples / seconds, "steps_per_s": len(timed) / seconds,
+               "mean_lag": statistics.mean(m["lag/mean"] for m in timed),
+               "denied": result.buffer["counts"]["denied"],
+               "dropped_stale": sum(d["dropped_stale"] for d in result.buffer["domains"].values())}
+        rows.append(row)
+        print(f"{mode:5s} max_lag={str(row['max_lag']):4s} samples/s={row['samples_per_s']:6.2f} "
+              f"steps/s={row['steps_per_s']:.3f} mean lag={row['mean_lag']:.2f} "
+              f"admission denials={row['denied']} stale drops={row['dropped_stale']}", flush=True)
+    sync = rows[0]
+    for row in rows[1:]:
+        print(f"async max_lag={row['max_lag']}: {row['samples_per_s'] / sync['samples_per_s']:.2f}x sync samples/s, "
+              f"{row['steps_per_s'] / sync['steps_per_s']:.2f}x sync steps/s")
+    return rows
+
+
+def lag_study(args) -> list[dict]:
+    from mintgym.trainer.config import RunConfig
+    from mintgym.trainer.train import train
+
+    rows = []
+    for correction in args.corrections:
+        for lag in args.study_lags:
+            raw = base_config(args.study_steps)
+            raw["train"].update({"mode": "async", "max_lag": lag, "correction": correction,
+                                 "mismatch_snapshots": 0})
+            raw["rollout"]["groups_in_flight"] = max(raw["rollout"]["groups_in_flight"], min(lag, 4) + 4)
+            with tempfile.TemporaryDirectory(prefix="mintgym-lag-") as out:
+                result = train(RunConfig.from_dict(raw), out, log=lambda s: None)
+            row = {"correction": correction, "max_lag": lag, "first": result.mean_reward(True, 5),
+                   "final": result.mean_reward(False, 5),
+                   "mean_lag": statistics.mean(m["lag/mean"] for m in result.history)}
+            rows.append(row)
+            print(f"{correction:20s} max_lag={lag:3d} reward first 5 steps {row['first']:.3f} -> last 5 steps "
+                  f"{row['final']:.3f} (mean lag {row['mean_lag']:.2f})", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--lags", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--step-seconds", type=float, default=2.0)
+    parser.add_argument("--step-sigma", type=float, default=0.5)
+    parser.add_argument("--groups-in-flight", type=int, default=8)
+    parser.add_argument("--lag-study", action="store_true")
+    parser.add_argument("--study-lags", type=int, nargs="+", default=[0, 4, 16, 64])
+    parser.add_argument("--corrections", nargs="+", default=["unclipped_token_is", "none"])
+    parser.add_argument("--study-steps", type=int, default=50)
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args(argv)
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    try:
+        rows = lag_study(args) if args.lag_study else throughput(args)
+    finally:
+        ray.shutdown()
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,328 @@
+"""Layer 4: the rollout worker, a Ray actor playing many episodes at once and pushing finished groups.
+
+Each worker owns an inference engine (its own hf model, or a vllm engine) and an :class:`EnvPool` per
+domain on the env servers it was given. ``run()`` keeps ``groups_in_flight`` groups going; a group is G
+concurrent episodes of one task and seed. Before a group starts the worker loads any newer published
+weights, then asks the buffer to admit it at that version (admission control); a finished group is
+pushed to the buffer and the worker moves on without waiting for the trainer.
+
+Training sequences come from the engine calls themselves: a recording wrapper keeps, per call, the
+prompt token ids the engine fed the model, the sampled token ids, their logprobs, the version, and the
+prompt's images, so nothing is re-tokenized. Each image is ``ray.put`` once; the group carries the
+references through the buffer to the trainer.
+
+A worker that dies is restarted by Ray (``max_restarts``); on its next ``run()`` it registers again and
+the buffer counts the reservations it held as lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mintgym.buffer.types import Group, Sample, Turn
+from mintgym.inference import Generation, GenerationRequest, InferenceEngine, make_engine
+from mintgym.policy import Agent, AgentContext, AgentStep
+from mintgym.types import Observation
+
+
+@dataclass
+class WorkerSpec:
+    """Everything a worker needs, picklable."""
+
+    worker_id: int
+    model_path: str
+    #: (task id, seeds or None, env domain) the worker cycles through.
+    tasks: list[tuple[str, list[int] | None, str]]
+    #: Env server URLs per domain; worker i uses ``urls[i % len(urls)]``.
+    env_urls: dict[str, list[str]]
+    engine: str = "hf"
+    engine_options: dict[str, Any] = field(default_factory=dict)
+    agent: str = "answer"
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    max_turns: int | None = None
+    group_size: int = 8
+    groups_in_flight: int = 2
+    temperature: float = 1.0
+    max_new_tokens: int = 16
+    episode_timeout: float = 300.0
+    torch_threads: int = 1
+    seed: int = 0
+    #: Seconds between polls when admission is denied.
+    admission_poll: float = 0.02
+    #: Benchmarks only: extra seconds per env step, lognormal with this mean and sigma (None: none).
+    simulated_step_seconds: tuple[float, float] | None = None
+
+
+class RecordingEngine(InferenceEngine):
+    """Passes calls to ``inner`` and keeps (images, generation, temperature) of each, for one episode."""
+
+    def __init__(self, inner: InferenceEngine):
+        self.inner = inner
+        self.calls: list[tuple[list[np.ndarray], Generation, float]] = []
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        raise RuntimeError("rollout workers call agenerate")
+
+    async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        out = await self.inner.agenerate(requests)
+        for req, gen in zip(requests, out):
+            self.calls.append((_images_of(req.messages), gen, req.sampling.temperature))
+        return out
+
+    @property
+    def policy_version(self) -> int | None:
+        return self.inner.policy_version
+
+
+def _images_of(messages: list[dict[str, Any]]) -> list[np.ndarray]:
+    images = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and "image" in part:
+                    images.append(np.asarray(part["image"]))
+                elif isinstance(part, dict) and "image_url" in part:
+                    raise ValueError("training needs raw images in prompts, not image_url parts")
+    return images
+
+
+class TurnLimit:
+    """Ends the episode with ``done()`` after ``max_turns`` model turns (that step is not trained on)."""
+
+    def __init__(self, agent: Agent, max_turns: int):
+        self.agent, self.max_turns, self.turns = agent, max_turns, 0
+        self.name = agent.name
+
+    async def start(self, context: AgentContext) -> None:
+        self.turns = 0
+        await self.agent.start(context)
+
+    async def act(self, observation: Observation) -> AgentStep:
+        from mintgym.action_spaces import Done
+
+        if self.turns >= self.max_turns:
+            return AgentStep(Done(success=False), text="done()", extra={"turn_limit": True})
+        self.turns += 1
+        return await self.agent.act(observation)
+
+
+class SimulatedLatency:
+    """Waits a lognormal time before each action, standing in for a slow environment step (benchmarks)."""
+
+    def __init__(self, agent: Agent, mean: float, sigma: float, rng: random.Random):
+        import math
+
+        self.agent, self.sigma, self.rng = agent, sigma, rng
+        self.mu = math.log(max(mean, 1e-6)) - sigma * sigma / 2  # so the mean is ``mean``
+        self.name = agent.name
+
+    async def start(self, context: AgentContext) -> None:
+        await self.agent.start(context)
+
+    async def act(self, observation: Observation) -> AgentStep:
+        step = await self.agent.act(observation)
+        await asyncio.sleep(self.rng.lognormvariate(self.mu, self.sigma))
+        return step
+
+
+def make_episode_agent(spec: WorkerSpec, engine: InferenceEngine, rng: random.Random | None = None) -> Agent:
+    if spec.agent == "answer":
+        from mintgym.rollout.answer_agent import AnswerAgent
+
+        options = {"max_new_tokens": spec.max_new_tokens, "temperature": spec.temperature, **spec.agent_options}
+        agent: Agent = AnswerAgent(engine, **options)
+    elif spec.agent == "vlm":
+        import importlib
+
+        # Wired by name so this layer never imports mintgym.agents at module level.
+        vlm = importlib.import_module("mintgym.agents.vlm")
+        from mintgym.inference import SamplingParams
+
+        options = dict(spec.agent_options)
+        options.setdefault("sampling", SamplingParams(max_new_tokens=spec.max_new_tokens,
+                                                      temperature=spec.temperature))
+        options.setdefault("retries", 0)
+        agent = vlm.VLMAgent(engine=engine, **options)
+    else:
+        raise ValueError(f"unknown rollout agent {spec.agent!r} (answer, vlm)")
+    if spec.simulated_step_seconds:
+        agent = SimulatedLatency(agent, *spec.simulated_step_seconds, rng or random.Random())
+    return TurnLimit(agent, spec.max_turns) if spec.max_turns else agent
+
+
+class RolloutWorker:
+    """The actor body (``ray.remote(RolloutWorker)`` at the call site); see the module docstring."""
+
+    def __init__(self, spec: WorkerSpec, buffer: Any, weights: Any):
+        self.spec = spec
+        self.buffer = buffer
+        self.weights = weights
+        self.engine: InferenceEngine | None = None
+        self.pools: dict[str, Any] = {}
+        self.clients: list[Any] = []
+        self.version: int = -1
+        self.in_flight = 0
+        self.stats = {"groups": 0, "episodes": 0, "errors": 0, "denied": 0, "weight_loads": 0}
+        self._rng = random.Random(spec.seed * 7919 + spec.worker_id)
+        self._tasks = itertools.cycle(spec.tasks)
+        self._weights_lock: asyncio.Lock | None = None
+        self._stop = False
+        self._ready = False
+
+    # -- setup ----------------------------------------------------------------------------------------
+
+    async def _setup(self) -> None:
+        if self._ready:
+            return
+        import torch
+
+        from mintgym.client.aio import AsyncEnvClient
+        from mintgym.runtime.pool import EnvPool
+
+        torch.set_num_threads(self.spec.torch_threads)
+        self._weights_lock = asyncio.Lock()
+        options = dict(self.spec.engine_options)
+        if self.spec.engine == "hf":
+            options.setdefault("seed", self.spec.seed * 1000 + self.spec.worker_id)
+        self.engine = make_engine(self.spec.engine, model_path=self.spec.model_path, **options)
+        size = self.spec.group_size * self.spec.groups_in_flight
+        for domain, urls in self.spec.env_urls.items():
+            client = AsyncEnvClient(urls[self.spec.worker_id % len(urls)], encoding="raw")
+            self.clients.append(client)
+            self.pools[domain] = await EnvPool(client, size).start()
+        await self.buffer.register_worker.remote(self.spec.worker_id)
+        await self.refresh_weights()
+        self._ready = True
+
+    async def refresh_weights(self) -> int:
+        """Load the newest published weights if newer than the engine's; ack the version to the buffer."""
+        assert self._weights_lock is not None and self.engine is not None
+        async with self._weights_lock:
+            got = await self._receive()
+            if got is not None:
+                version, state = got
+                await asyncio.to_thread(self._load, version, state)
+                self.stats["weight_loads"] += 1
+            current = self.engine.policy_version
+            if current is not None and current != self.version:
+                self.version = int(current)
+                await self.buffer.ack_weights.remote(self.spec.worker_id, self.version)
+            return self.version
+
+    async def _receive(self):
+        after = self.engine.policy_version if self.engine is not None else None
+        if hasattr(self.weights, "areceive"):
+            return await self.weights.areceive(after)
+        return await asyncio.to_thread(self.weights.receive, after)
+
+    def _load(self, version: int, state: dict[str, np.ndarray]) -> None:
+        import torch
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only
+            tensors = {k: torch.from_numpy(v) for k, v in state.items()}
+        self.engine.update_weights(version, tensors)
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    async def run(self, max_groups: int | None = None) -> dict[str, Any]:
+        """Play groups until ``stop()`` (or ``max_groups`` groups were pushed); returns the worker's stats."""
+        await self._setup()
+        self._stop = False
+        budget = [max_groups]
+
+        async def slot() -> None:
+            while not self._stop:
+                if budget[0] is not None:
+                    if budget[0] <= 0:
+                        return
+                    budget[0] -= 1
+                await self._one_group()
+
+        await asyncio.gather(*(slot() for _ in range(self.spec.groups_in_flight)))
+        return self.status()
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def status(self) -> dict[str, Any]:
+        return {"worker_id": self.spec.worker_id, "version": self.version, "in_flight": self.in_flight,
+                **self.stats}
+
+    async def sync_weights(self) -> int:
+        """Load the newest weights now (sync mode) and return the version in use."""
+        await self._setup()
+        return await self.refresh_weights()
+
+    async def _one_group(self) -> None:
+        while True:
+            version = await self.refresh_weights()
+            reservation = await self.buffer.admit.remote(self.spec.worker_id, version)
+            if reservation is not None:
+                break
+            self.stats["denied"] += 1
+            if self._stop:
+                return
+            await asyncio.sleep(self.spec.admission_poll)
+        task_id, seeds, domain = next(self._tasks)
+        seed = self._rng.choice(seeds) if seeds else self._rng.randrange(2**31)
+        group_id = f"{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
+        self.in_flight += self.spec.group_size
+        try:
+            samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i)
+                                             for i in range(self.spec.group_size)), return_exceptions=True)
+        finally:
+            self.in_flight -= self.spec.group_size
+        good = [s for s in samples if isinstance(s, Sample)]
+        self.stats["errors"] += sum(isinstance(s, BaseException) for s in samples)
+        if len(good) < len(samples):
+            await self.buffer.release.remote(reservation)
+            return
+        group = Group(group_id, task_id, domain, seed, good, reservation=reservation)
+        await self.buffer.push.remote(group)
+        self.stats["groups"] += 1
+
+    async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int) -> Sample | None:
+        import ray
+
+        from mintgym.rollout.episode import run_episode
+
+        pool = self.pools[domain]
+        recorder = RecordingEngine(self.engine)
+        agent = make_episode_agent(self.spec, recorder, self._rng)
+        prepared = await pool.checkout(task_id, seed)
+        traj = await run_episode(prepared.session, agent, task_id, seed=seed, max_seconds=self.spec.episode_timeout,
+                                 group_id=group_id, trajectory_id=f"{group_id}-{index}",
+                                 started=(prepared.observation, prepared.info))
+        await pool.checkin(prepared.session, failed=traj.status == "error")
+        self.stats["episodes"] += 1
+        if traj.status in ("error", "timeout") or not recorder.calls:
+            self.stats["errors"] += 1
+            return None
+        turns = []
+        for images, gen, temperature in recorder.calls:
+            if gen.prompt_token_ids is None or gen.response_token_ids is None or gen.response_logprobs is None:
+                raise ValueError(f"engine {self.spec.engine!r} returned no token ids/logprobs; RL needs them")
+            turns.append(Turn(list(gen.prompt_token_ids), list(gen.response_token_ids), list(gen.response_logprobs),
+                              int(gen.policy_version if gen.policy_version is not None else -1),
+                              [ray.put(img) for img in images], temperature))
+        return Sample(task_id, domain, seed, float(traj.total_reward), turns, traj.status, self.spec.worker_id,
+                      traj.id)
+
+    async def close(self) -> None:
+        for pool in self.pools.values():
+            await pool.close()
+        for client in self.clients:
+            await client.aclose()
+        if self.engine is not None:
+            self.engine.close()

@@ -1,0 +1,188 @@
+"""Layer 6: one training step: batch in, advantages, trainer logprobs, loss, optimizer step, metrics out.
+
+The trainer recomputes logprobs with :func:`mintgym.inference.logprobs.sequence_logprobs` on the turn's
+exact token ids and the prompt's images run through the model's own image processor. Before the forward
+it checks, per sequence, that the image placeholder tokens in the ids match the image features it feeds
+(``sum(grid_t * grid_h * grid_w) / merge_size**2``); a mismatch is a ``ValueError`` naming the sequence.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from mintgym.buffer.advantages import compute_advantages
+from mintgym.buffer.types import Batch, Turn
+from mintgym.inference.images import load_image
+from mintgym.inference.logprobs import SequenceInput, sequence_logprobs
+from mintgym.trainer.config import TrainConfig
+from mintgym.trainer.loss import LossInputs, pad_right, policy_loss
+from mintgym.trainer.mismatch import mismatch_metrics
+
+
+def _resolve(image: Any) -> np.ndarray:
+    if isinstance(image, np.ndarray):
+        return image
+    import ray
+
+    return ray.get(image)
+
+
+class Learner:
+    """Owns the trainer's model and optimizer; ``step(batch)`` trains once and bumps ``version``."""
+
+    def __init__(self, model: Any, processor: Any, config: TrainConfig, *, version: int = 0,
+                 resolve_image: Callable[[Any], np.ndarray] = _resolve):
+        self.model = model
+        self.processor = processor
+        self.config = config
+        self.version = version
+        self.resolve_image = resolve_image
+        self.optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.lr)
+        vision = getattr(model.config, "vision_config", None)
+        self.merge = int(getattr(vision, "spatial_merge_size", 2) or 2)
+        self.image_token_id = getattr(model.config, "image_token_id", None)
+        #: Past weights by version (``mismatch_snapshots`` of them) and a scratch model to score with them.
+        self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
+        self._scratch: Any = None
+        self._remember()
+
+    def restored(self, version: int) -> None:
+        """The model now holds ``version``'s weights (a checkpoint was loaded): restart the snapshots."""
+        self.version = version
+        self.snapshots.clear()
+        self._remember()
+
+    def _remember(self) -> None:
+        keep = self.config.mismatch_snapshots
+        if keep <= 0:
+            return
+        self.snapshots[self.version] = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        for v in [v for v in self.snapshots if v < self.version - keep]:
+            del self.snapshots[v]
+
+    def _lagged_logprobs(self, rows: list[tuple[Turn, float, dict[str, Any], int]]) -> list[tuple[int, torch.Tensor]]:
+        """(row index, logprobs under the turn's own weights) for lagged turns whose weights are kept."""
+        by_version: dict[int, list[int]] = defaultdict(list)
+        for i, (turn, _adv, _key, lag) in enumerate(rows):
+            if lag > 0 and turn.policy_version in self.snapshots:
+                by_version[turn.policy_version].append(i)
+        if not by_version:
+            return []
+        if self._scratch is None:
+            import copy
+
+            self._scratch = copy.deepcopy(self.model).eval()
+        out = []
+        with torch.no_grad():
+            for version, idx in by_version.items():
+                self._scratch.load_state_dict(self.snapshots[version])
+                seqs = [self.sequence_input(rows[i][0], f"sequence {i}") for i in idx]
+                lps = sequence_logprobs(self._scratch, seqs, temperature=[rows[i][0].temperature for i in idx])
+                out += list(zip(idx, lps))
+        return out
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def sequence_input(self, turn: Turn, where: str = "") -> SequenceInput:
+        """The model input of one turn, with the image-token/feature check."""
+        ids = list(turn.prompt_token_ids) + list(turn.response_token_ids)
+        pixel_values = grid = None
+        if turn.images:
+            images = [load_image(self.resolve_image(img), None) for img in turn.images]
+            enc = self.processor.image_processor(images=images, return_tensors="pt")
+            pixel_values, grid = enc["pixel_values"], enc["image_grid_thw"]
+        features = int(grid.prod(-1).sum()) // (self.merge ** 2) if grid is not None else 0
+        placeholders = sum(1 for t in turn.prompt_token_ids if t == self.image_token_id)
+        if placeholders != features:
+            raise ValueError(f"{where}: {placeholders} image tokens in the prompt but its {len(turn.images)} "
+                             f"image(s) give {features} features")
+        if any(t == self.image_token_id for t in turn.response_token_ids):
+            raise ValueError(f"{where}: the response holds an image placeholder token")
+        return SequenceInput(ids, len(turn.prompt_token_ids), pixel_values, grid)
+
+    def step(self, batch: Batch) -> dict[str, float]:
+        """Train on ``batch`` once; returns the step's metrics (reward, lag, loss, IS and mismatch stats)."""
+        cfg = self.config
+        rows: list[tuple[Turn, float, dict[str, Any], int]] = []  # turn, advantage, mismatch key, lag
+        for group in batch.groups:
+            advs = compute_advantages(group.rewards, cfg.advantage, scale=cfg.scale_advantages)
+            for sample, adv in zip(group.samples, advs):
+                for t, turn in enumerate(sample.turns):
+                    rows.append((turn, adv, {"domain": sample.domain, "turn": t, "images": len(turn.images)},
+                                 self.version - turn.policy_version))
+        metrics: dict[str, float] = self._batch_metrics(batch)
+        if not rows:
+            metrics["skipped"] = 1.0
+            return metrics
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        total_tokens = sum(len(r[0].response_token_ids) for r in rows)
+        loss_sum, ratio_means, changed, trainer_lp, sampler_lp, keys = 0.0, [], [], [], [], []
+        for start in range(0, len(rows), cfg.micro_batch):
+            chunk = rows[start:start + cfg.micro_batch]
+            seqs = [self.sequence_input(turn, f"sequence {start + i}") for i, (turn, *_rest) in enumerate(chunk)]
+            lps = sequence_logprobs(self.model, seqs, temperature=[r[0].temperature for r in chunk])
+            lp, mask = pad_right(lps)
+            old, _ = pad_right([torch.tensor(r[0].logprobs, dtype=torch.float32, device=lp.device) for r in chunk])
+            adv = torch.tensor([r[1] for r in chunk], dtype=torch.float32, device=lp.device)
+            out = policy_loss(LossInputs(lp, old, adv, mask), cfg.correction, is_cap=cfg.is_cap,
+                              clip_eps=cfg.clip_eps, normalizer=total_tokens)
+            out.loss.backward()
+            loss_sum += out.loss.item()
+            ratio_means.append(out.metrics["ratio_mean"] * float(mask.sum()))
+            changed.append(out.metrics["changed_fraction"] * float(mask.sum()))
+            for r, l in zip(chunk, lps):
+                if r[3] == 0:  # same weights: the mismatch, apart from lag
+                    trainer_lp.append(l.detach())
+                    sampler_lp.append(torch.tensor(r[0].logprobs, dtype=torch.float32))
+                    keys.append(r[2])
+        for i, lp_then in self._lagged_logprobs(rows):  # lagged turns, scored with the weights that sampled them
+            trainer_lp.append(lp_then)
+            sampler_lp.append(torch.tensor(rows[i][0].logprobs, dtype=torch.float32))
+            keys.append(rows[i][2])
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm else float("inf"))
+        self.optimizer.step()
+        self.version += 1
+        self.model.eval()
+        self._remember()
+        metrics.update({"loss": loss_sum, "grad_norm": float(grad_norm), "tokens": float(total_tokens),
+                        "sequences": float(len(rows)), "is/ratio_mean": sum(ratio_means) / total_tokens,
+                        "is/changed_fraction": sum(changed) / total_tokens})
+        metrics.update(mismatch_metrics(trainer_lp, sampler_lp, keys))
+        metrics["mismatch/sequences"] = float(len(trainer_lp))
+        return metrics
+
+    def _batch_metrics(self, batch: Batch) -> dict[str, float]:
+        out: dict[str, float] = {}
+        by_domain: dict[str, list[float]] = defaultdict(list)
+        success: dict[str, list[float]] = defaultdict(list)
+        for s in batch.samples:
+            by_domain[s.domain].append(s.reward)
+            success[s.domain].append(1.0 if s.status == "success" else 0.0)
+        rewards = [r for v in by_domain.values() for r in v]
+        out["reward/mean"] = float(np.mean(rewards)) if rewards else float("nan")
+        for d, v in by_domain.items():
+            out[f"reward/{d}"] = float(np.mean(v))
+            out[f"success/{d}"] = float(np.mean(success[d]))
+        for d, st in batch.domains.items():
+            out[f"batch/{d}/taken"] = float(st.taken)
+            out[f"batch/{d}/dropped_stale"] = float(st.dropped_stale)
+            out[f"batch/{d}/shortfall"] = float(st.shortfall)
+        hist = batch.lag_histogram()
+        n = sum(hist.values())
+        out["lag/mean"] = sum(k * v for k, v in hist.items()) / n if n else 0.0
+        out["lag/max"] = float(max(hist)) if hist else 0.0
+        for lag, count in hist.items():
+            out[f"lag/hist/{lag}"] = float(count)
+        out["samples"] = float(n)
+        return out
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach() for k, v in self.model.state_dict().items()}

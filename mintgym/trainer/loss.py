@@ -1,0 +1,103 @@
+"""Layer 6: the policy-gradient loss, a pure function of tensors with a chosen off-policy correction.
+
+Shapes: ``B`` sequences (turns), ``T`` response tokens (right padded). ``mask`` is 1 on response tokens
+that count and 0 on padding (prompt tokens never enter: these tensors hold response tokens only).
+``ratio = exp(logprobs - sampler_logprobs)`` is the importance ratio of the trainer's policy over the
+policy that sampled the tokens. Corrections:
+
+- ``none``: ``-A * logprobs`` (plain REINFORCE; ignores that the sample may be stale).
+- ``unclipped_token_is``: ``-sg(ratio) * A * logprobs`` per token; at lag 0 the ratio is 1 and the
+  gradient is exactly REINFORCE's.
+- ``truncated_is``: ``-sg(min(ratio, C)) * A * logprobs`` (truncated importance sampling, cap ``C``).
+- ``ppo_clip``: ``-min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)`` with the sampler as the old policy.
+
+``sg`` is stop-gradient. The loss is the masked token mean over the whole batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+Correction = Literal["none", "unclipped_token_is", "truncated_is", "ppo_clip"]
+CORRECTIONS: tuple[str, ...] = ("none", "unclipped_token_is", "truncated_is", "ppo_clip")
+
+
+@dataclass
+class LossInputs:
+    """Everything the loss reads, as (B, T) tensors except ``advantages`` ((B,) or (B, T))."""
+
+    #: The trainer's logprobs of the response tokens (with grad).
+    logprobs: torch.Tensor
+    #: The sampler's logprobs of the same tokens.
+    sampler_logprobs: torch.Tensor
+    advantages: torch.Tensor
+    #: 1.0 where a token counts, 0.0 on padding.
+    mask: torch.Tensor
+
+
+@dataclass
+class LossOutput:
+    loss: torch.Tensor
+    #: Detached diagnostics: mean/max ratio, fraction of tokens clipped or truncated.
+    metrics: dict[str, float]
+
+
+def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is", *, is_cap: float = 2.0,
+                clip_eps: float = 0.2, normalizer: float | None = None) -> LossOutput:
+    """The batch loss for ``correction``; ``normalizer`` overrides the token count it is divided by."""
+    lp, old, mask = inputs.logprobs, inputs.sampler_logprobs.to(inputs.logprobs), inputs.mask.to(inputs.logprobs)
+    if lp.shape != old.shape or lp.shape != mask.shape:
+        raise ValueError(f"logprobs {tuple(lp.shape)}, sampler_logprobs {tuple(old.shape)} and mask "
+                         f"{tuple(mask.shape)} must have one shape")
+    adv = inputs.advantages.to(lp)
+    if adv.dim() == 1:
+        adv = adv.unsqueeze(-1).expand_as(lp)
+    if adv.shape != lp.shape:
+        raise ValueError(f"advantages of shape {tuple(inputs.advantages.shape)} do not fit {tuple(lp.shape)}")
+    log_ratio = (lp - old) * mask  # padding positions may hold anything; keep them at ratio 1
+    ratio = torch.exp(log_ratio)
+    changed = torch.zeros_like(lp)
+    if correction == "none":
+        per_token = -adv * lp
+    elif correction == "unclipped_token_is":
+        per_token = -ratio.detach() * adv * lp
+    elif correction == "truncated_is":
+        if is_cap <= 0:
+            raise ValueError(f"the truncation cap C must be > 0, got {is_cap}")
+        weight = ratio.detach().clamp(max=is_cap)
+        changed = (ratio.detach() > is_cap).to(lp)
+        per_token = -weight * adv * lp
+    elif correction == "ppo_clip":
+        if not 0 < clip_eps < 1:
+            raise ValueError(f"clip_eps must be in (0, 1), got {clip_eps}")
+        clipped = ratio.clamp(1 - clip_eps, 1 + clip_eps)
+        per_token = -torch.minimum(ratio * adv, clipped * adv)
+        changed = ((ratio * adv) > (clipped * adv)).to(lp)
+    else:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
+    count = mask.sum() if normalizer is None else torch.tensor(float(normalizer))
+    loss = (per_token * mask).sum() / count.clamp(min=1.0)
+    with torch.no_grad():
+        n = mask.sum().clamp(min=1.0)
+        metrics = {
+            "ratio_mean": float((ratio * mask).sum() / n),
+            "ratio_max": float((ratio * mask + (1 - mask) * -1e9).max()) if mask.any() else 1.0,
+            "changed_fraction": float((changed * mask).sum() / n),
+        }
+    return LossOutput(loss, metrics)
+
+
+def pad_right(rows: list[torch.Tensor], value: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack 1-D tensors of different lengths into (B, T) plus a float mask of the real entries."""
+    if not rows:
+        raise ValueError("nothing to pad")
+    length = max(r.numel() for r in rows)
+    out = rows[0].new_full((len(rows), length), value)
+    mask = torch.zeros(len(rows), length, dtype=torch.float32, device=rows[0].device)
+    for i, r in enumerate(rows):
+        out[i, :r.numel()] = r
+        mask[i, :r.numel()] = 1.0
+    return out, mask

@@ -1,0 +1,59 @@
+"""Layer 6: run logs: TensorBoard scalars, ``metrics.jsonl``, the progress line and the reward curve PNG."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+
+class RunLogger:
+    def __init__(self, out: Path, domains: list[str]):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.out = Path(out)
+        self.domains = domains
+        self.tb = SummaryWriter(str(self.out / "tb"))
+        self.jsonl = open(self.out / "metrics.jsonl", "a")
+
+    def write(self, step: int, metrics: dict[str, float]) -> None:
+        for k, v in metrics.items():
+            if isinstance(v, (int, float)) and not math.isnan(v):
+                self.tb.add_scalar(k, v, step)
+        self.jsonl.write(json.dumps({"step": step, **metrics}) + "\n")
+        self.jsonl.flush()
+
+    def progress(self, step: int, total: int, m: dict[str, float]) -> str:
+        rewards = " ".join(f"{d}={m[f'reward/{d}']:.2f}" for d in self.domains if f"reward/{d}" in m)
+        return (f"step {step}/{total} reward {m.get('reward/mean', float('nan')):.3f} [{rewards}] "
+                f"lag {m.get('lag/mean', 0):.2f} (max {m.get('lag/max', 0):.0f}) "
+                f"mismatch {m.get('mismatch/max_abs', float('nan')):.2e} "
+                f"samples/s {m.get('throughput/samples_per_s', 0):.1f} loss {m.get('loss', float('nan')):+.4f}")
+
+    def close(self) -> None:
+        self.tb.close()
+        self.jsonl.close()
+
+    def plot(self, path: Path) -> None:
+        """The reward curve (mean and per domain) over every step logged in ``metrics.jsonl``."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = [json.loads(line) for line in (self.out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        if not rows:
+            return
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key, label in [("reward/mean", "mean")] + [(f"reward/{d}", d) for d in self.domains]:
+            pts = [(r["step"], r[key]) for r in rows if key in r and r[key] == r[key]]
+            if pts:
+                ax.plot(*zip(*pts), label=label, linewidth=2 if label == "mean" else 1)
+        ax.set_xlabel("step")
+        ax.set_ylabel("reward")
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend()
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)

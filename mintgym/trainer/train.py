@@ -1,0 +1,316 @@
+"""Layer 6 entry: the RL loop, async (the default) or sync, on one code path.
+
+Wires every part together (the only module that knows them all): env servers started by the local
+provider, a trajectory buffer actor, rollout worker actors, the weight broadcast and the learner.
+
+- ``async``: workers play continuously and push groups; each step the trainer takes a mixed batch from
+  the buffer, trains, and publishes weights every ``sync_every`` steps. Workers load them before their
+  next group; a publication not loaded by every worker within ``sync_timeout`` fails the run with who is
+  behind and what it was doing.
+- ``sync``: each step the workers play exactly one batch with the current weights, the trainer trains,
+  publishes, and waits (``sync_timeout``) until every worker has loaded the new weights.
+
+Launch with ``mintgym train --config examples/quickstart.yaml --out runs/q``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from mintgym.buffer.store import TrajectoryBuffer
+from mintgym.trainer.ckpt import latest_checkpoint, load_checkpoint, save_checkpoint
+from mintgym.trainer.config import RunConfig
+from mintgym.trainer.learner import Learner
+from mintgym.weights.base import WeightSyncTimeout
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    steps: int
+    #: Metrics of every step of this process (resumed runs: from the resume on).
+    history: list[dict[str, float]] = field(default_factory=list)
+    buffer: dict[str, Any] = field(default_factory=dict)
+    worker_restarts: int = 0
+    seconds: float = 0.0
+
+    def mean_reward(self, first: bool, k: int = 3) -> float:
+        rows = [h["reward/mean"] for h in self.history if not math.isnan(h.get("reward/mean", math.nan))]
+        rows = rows[:k] if first else rows[-k:]
+        return sum(rows) / len(rows) if rows else math.nan
+
+
+# -- setup ------------------------------------------------------------------------------------------------
+
+def _model_path(cfg: RunConfig) -> str:
+    path = Path(cfg.model.path).expanduser()
+    if cfg.model.build_tiny and not (path / "config.json").exists():
+        from mintgym.models.tiny import build_tiny_vlm
+
+        build_tiny_vlm(path, seed=cfg.model.tiny_seed, **cfg.model.tiny_options)
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"no model at {path} (set model.build_tiny: true to build the tiny one)")
+    return str(path)
+
+
+def _start_env_servers(cfg: RunConfig, provider: Any) -> tuple[dict[str, list[str]], list[Any]]:
+    urls: dict[str, list[str]] = {}
+    handles = []
+    for domain in cfg.domains:
+        env = cfg.env_for(domain)
+        if env.urls:
+            urls[domain] = list(env.urls)
+            continue
+        started = [provider.start(domain, options={"host_options": env.host_options}) for _ in range(env.servers)]
+        handles += started
+        for h in started:
+            provider.wait_ready(h, 180.0)
+        urls[domain] = [h.base_url for h in started]
+    return urls, handles
+
+
+class _Run:
+    """The live parts of one run; ``close()`` stops all of them."""
+
+    def __init__(self, cfg: RunConfig, out: Path, log: Callable[[str], None]):
+        import ray
+
+        from mintgym.models.loading import load_model, load_processor
+        from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
+        from mintgym.runtime.local import LocalProvider
+        from mintgym.weights.ray_store import RayObjectStoreBroadcast
+
+        self.cfg, self.out, self.log = cfg, out, log
+        torch.manual_seed(cfg.train.seed)
+        torch.set_num_threads(cfg.rollout.torch_threads)
+        self.model_path = _model_path(cfg)
+        self._own_ray = not ray.is_initialized()
+        if self._own_ray:
+            ray.init(address=cfg.ray_address, include_dashboard=False, log_to_driver=True,
+                     configure_logging=False, **({} if cfg.ray_address else {"num_cpus": 2}))
+        self.provider = LocalProvider()
+        self.env_urls, self.handles = _start_env_servers(cfg, self.provider)
+        train = cfg.train
+        self.buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0, max_concurrency=64).remote(
+            cfg.domains, groups_per_step=train.groups_per_step,
+            max_lag=0 if train.mode == "sync" else train.max_lag, weights=train.domain_weights)
+        self.weights = RayObjectStoreBroadcast(name=f"mintgym-weights-{uuid.uuid4().hex[:8]}")
+        dtype = getattr(torch, cfg.model.dtype) if cfg.model.dtype else None
+        self.learner = Learner(load_model(self.model_path, dtype=dtype, device=cfg.model.device),
+                               load_processor(self.model_path), train)
+        self.step = 0
+        resume = latest_checkpoint(out)
+        if resume is not None:
+            state = load_checkpoint(resume, self.learner.model, self.learner.optimizer)
+            self.step = int(state["step"])
+            self.learner.restored(int(state["version"]))
+            ray.get(self.buffer.load_state_dict.remote(state["buffer"]))
+            log(f"resumed from {resume} at step {self.step} (version {self.learner.version})")
+        self.weights.send(self.learner.version, self.learner.state_dict())
+        ro = cfg.rollout
+        actor = ray.remote(RolloutWorker).options(max_restarts=ro.max_restarts, max_task_retries=0,
+                                                  num_cpus=ro.worker_num_cpus, num_gpus=ro.worker_num_gpus,
+                                                  max_concurrency=1000)
+        self.workers = []
+        for i in range(ro.workers):
+            spec = WorkerSpec(worker_id=i, model_path=self.model_path, tasks=[(t.id, t.seeds, t.domain) for t in cfg.tasks for _ in range(t.weight)],
+                              env_urls=self.env_urls, engine=cfg.engine.name, engine_options=cfg.engine.options,
+                              agent=cfg.agent.kind, agent_options=cfg.agent.options, max_turns=cfg.agent.max_turns,
+                              group_size=ro.group_size, groups_in_flight=ro.groups_in_flight,
+                              temperature=ro.temperature, max_new_tokens=ro.max_new_tokens,
+                              episode_timeout=ro.episode_timeout, torch_threads=ro.torch_threads,
+                              simulated_step_seconds=tuple(ro.simulated_step_seconds)
+                              if ro.simulated_step_seconds else None,
+                              seed=train.seed * 1000 + self.step)
+            self.workers.append(actor.remote(spec, self.buffer, self.weights))
+        self.run_refs: dict[int, Any] = {}
+        self.restarts = 0
+        self.pending_syncs: list[tuple[int, float]] = []
+
+    # -- workers --------------------------------------------------------------------------------------
+
+    def start_workers(self) -> None:
+        for i, w in enumerate(self.workers):
+            self.run_refs[i] = w.run.remote()
+
+    def check_workers(self) -> None:
+        """Restart the run loop of any worker whose actor died (Ray restarted it)."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        for i, ref in list(self.run_refs.items()):
+            done, _ = ray.wait([ref], timeout=0)
+            if not done:
+                continue
+            try:
+                ray.get(ref)
+            except RayActorError as err:
+                self.restarts += 1
+                self.log(f"rollout worker {i} died ({type(err).__name__}); Ray restarts it, its in-flight "
+                         "episodes are counted lost")
+                if self.restarts > self.cfg.rollout.max_restarts * len(self.workers):
+                    raise
+            self.run_refs[i] = self.workers[i].run.remote()
+
+    def collect(self, n_groups: int) -> None:
+        """Sync mode: play exactly ``n_groups`` groups over the workers, then return."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        shares = [n_groups // len(self.workers) + (i < n_groups % len(self.workers)) for i in range(len(self.workers))]
+        refs = {i: self.workers[i].run.remote(max_groups=s) for i, s in enumerate(shares) if s}
+        for i, ref in refs.items():
+            try:
+                ray.get(ref)
+            except RayActorError:
+                self.restarts += 1
+                self.log(f"rollout worker {i} died during collection; its groups are counted lost")
+
+    # -- weights --------------------------------------------------------------------------------------
+
+    def publish(self) -> None:
+        version = self.learner.version
+        self.weights.send(version, self.learner.state_dict())
+        self.pending_syncs.append((version, time.monotonic()))
+
+    def check_syncs(self, wait: bool) -> None:
+        """Drop finished syncs; raise WeightSyncTimeout for one older than sync_timeout (or wait for all)."""
+        import ray
+
+        timeout = self.cfg.train.sync_timeout
+        if wait:
+            refs = [w.sync_weights.remote() for w in self.workers]
+            done, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+            if len(done) < len(refs):
+                self._sync_failed(self.learner.version, timeout)
+            self.pending_syncs.clear()
+            return
+        if not self.pending_syncs:
+            return
+        versions = ray.get(self.buffer.get_worker_versions.remote())
+        oldest = min((versions.get(i, (-1, 0.0))[0] for i in range(len(self.workers))), default=-1)
+        self.pending_syncs = [(v, t) for v, t in self.pending_syncs if v > oldest]
+        for v, t in self.pending_syncs:
+            if time.monotonic() - t > timeout:
+                self._sync_failed(v, time.monotonic() - t)
+
+    def _sync_failed(self, version: int, waited: float) -> None:
+        import ray
+
+        versions = ray.get(self.buffer.get_worker_versions.remote())
+        lines = []
+        for i, w in enumerate(self.workers):
+            have = versions.get(i, (None, 0.0))
+            try:
+                status = ray.get(w.status.remote(), timeout=5)
+                doing = f"{status['in_flight']} episodes in flight, {status['groups']} groups pushed"
+            except Exception as err:  # the report must name the worker even when it cannot answer
+                doing = f"not answering ({type(err).__name__})"
+            if have[0] is None or have[0] < version:
+                lines.append(f"worker {i} still at version {have[0]} ({doing})")
+        raise WeightSyncTimeout(f"weights version {version} not loaded by every engine after {waited:.0f}s "
+                                f"(sync_timeout={self.cfg.train.sync_timeout}s); the trainer was waiting on: "
+                                + "; ".join(lines or ["(all caught up just now)"]))
+
+    # -- end ------------------------------------------------------------------------------------------
+
+    def checkpoint(self) -> Path:
+        import ray
+
+        buffer_state = ray.get(self.buffer.state_dict.remote())
+        return save_checkpoint(self.out, self.step, self.learner.model, self.learner.optimizer,
+                               {"version": self.learner.version, "buffer": buffer_state})
+
+    def close(self) -> None:
+        import ray
+
+        for w in self.workers:
+            try:
+                w.stop.remote()
+                ray.get(w.close.remote(), timeout=20)
+            except Exception:  # the worker may be dead already; killing it below is what matters
+                pass
+            ray.kill(w, no_restart=True)
+        ray.kill(self.buffer, no_restart=True)
+        for h in self.handles:
+            self.provider.stop(h)
+        if self._own_ray:
+            ray.shutdown()
+
+
+# -- the loop ------------------------------------------------------------------------------------------
+
+def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = None,
+          log: Callable[[str], None] = print, after_step: Callable[["_Run", dict], None] | None = None) -> RunResult:
+    """Run (or resume from ``out``'s last checkpoint) until ``cfg.train.steps`` (or ``max_steps`` this call)."""
+    import ray
+
+    from mintgym.trainer.runlog import RunLogger
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+    t_start = time.monotonic()
+    run = _Run(cfg, out, log)
+    logger = RunLogger(out, cfg.domains)
+    result = RunResult(out, run.step)
+    tc = cfg.train
+    try:
+        if tc.mode == "async":
+            run.start_workers()
+        end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
+        while run.step < end:
+            t0 = time.monotonic()
+            version = run.learner.version
+            if tc.mode == "sync":
+                run.collect(tc.groups_per_step)
+                batch = ray.get(run.buffer.get_batch.remote(tc.groups_per_step, version, 0.0))
+            else:
+                run.check_workers()
+                ref = run.buffer.get_batch.remote(tc.groups_per_step, version, tc.batch_timeout)
+                while not ray.wait([ref], timeout=1.0)[0]:
+                    run.check_workers()
+                    run.check_syncs(wait=False)
+                batch = ray.get(ref)
+            t_batch = time.monotonic()
+            metrics = run.learner.step(batch)
+            run.step += 1
+            ray.get(run.buffer.set_trainer_version.remote(run.learner.version))
+            if run.step % tc.sync_every == 0 or run.step == end:
+                run.publish()
+                run.check_syncs(wait=tc.mode == "sync")
+            elapsed = time.monotonic() - t0
+            metrics.update({"time/step": elapsed, "time/wait_batch": t_batch - t0,
+                            "time/train": time.monotonic() - t_batch,
+                            "throughput/samples_per_s": metrics.get("samples", 0.0) / max(elapsed, 1e-9),
+                            "version": float(run.learner.version)})
+            stats = ray.get(run.buffer.stats.remote())
+            for k, v in stats["counts"].items():
+                metrics[f"buffer/{k}"] = float(v)
+            metrics["workers/restarts"] = float(run.restarts)
+            result.history.append(metrics)
+            logger.write(run.step, metrics)
+            log(logger.progress(run.step, end, metrics))
+            if tc.checkpoint_every and run.step % tc.checkpoint_every == 0:
+                run.checkpoint()
+            if after_step is not None:
+                after_step(run, metrics)
+        run.checkpoint()
+        result.steps = run.step
+        result.buffer = ray.get(run.buffer.stats.remote())
+        result.worker_restarts = run.restarts
+    finally:
+        logger.close()
+        run.close()
+    logger.plot(out / "reward_curve.png")
+    result.seconds = time.monotonic() - t_start
+    return result

@@ -1,0 +1,10 @@
+"""Layer 5: weight transport from the trainer to inference engines (send/receive a versioned state dict).
+
+``FilesystemBroadcast`` is the reference implementation and test double; ``RayObjectStoreBroadcast``
+(hf engine runs) puts each state dict into Ray's object store once and hands workers a reference.
+"""
+
+from mintgym.weights.base import WeightBroadcast, WeightSyncTimeout
+from mintgym.weights.filesystem import FilesystemBroadcast
+
+__all__ = ["FilesystemBroadcast", "WeightBroadcast", "WeightSyncTimeout"]

@@ -1,0 +1,51 @@
+"""Layer 5: weights through a shared folder: ``weights-<version>.npz`` written atomically, plus ``LATEST``.
+
+The reference implementation: readable with numpy alone, and a test double for the others. Older files
+beyond ``keep`` are removed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from mintgym.weights.base import WeightBroadcast, to_numpy_state
+
+
+class FilesystemBroadcast(WeightBroadcast):
+    def __init__(self, folder: str | os.PathLike, keep: int = 2):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.keep = max(1, keep)
+
+    def _file(self, version: int) -> Path:
+        return self.folder / f"weights-{version:08d}.npz"
+
+    def send(self, version: int, state: Mapping[str, Any]) -> None:
+        latest = self.latest_version()
+        if latest is not None and version <= latest:
+            raise ValueError(f"weights version {version} is not newer than the published {latest}")
+        tmp = self.folder / f".weights-{version}.tmp.npz"
+        np.savez(tmp, **to_numpy_state(state))
+        os.replace(tmp, self._file(version))
+        marker = self.folder / ".LATEST.tmp"
+        marker.write_text(str(version))
+        os.replace(marker, self.folder / "LATEST")
+        for old in sorted(self.folder.glob("weights-*.npz"))[:-self.keep]:
+            old.unlink(missing_ok=True)
+
+    def latest_version(self) -> int | None:
+        try:
+            return int((self.folder / "LATEST").read_text())
+        except FileNotFoundError:
+            return None
+
+    def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
+        version = self.latest_version()
+        if version is None or (after is not None and version <= after):
+            return None
+        with np.load(self._file(version)) as data:
+            return version, {k: data[k] for k in data.files}

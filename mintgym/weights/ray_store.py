@@ -1,0 +1,73 @@
+"""Layer 5: weights through Ray's object store: ``ray.put`` once per version, workers ``ray.get`` it.
+
+A small named actor (:class:`WeightRegistry`) remembers the newest version and its ``ObjectRef`` (wrapped
+in a list so Ray passes the reference, not the arrays). The arrays are numpy, so every worker on a node
+maps the same shared-memory copy instead of unpickling its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import ray
+
+from mintgym.weights.base import WeightBroadcast, to_numpy_state
+
+
+class WeightRegistry:
+    """The newest (version, [ObjectRef]); kept alive here so the object outlives the trainer's handle."""
+
+    def __init__(self) -> None:
+        self.version: int | None = None
+        self.ref: list[Any] | None = None
+
+    def publish(self, version: int, ref: list[Any]) -> None:
+        if self.version is not None and version <= self.version:
+            raise ValueError(f"weights version {version} is not newer than the published {self.version}")
+        self.version, self.ref = version, ref
+
+    def latest(self) -> tuple[int | None, list[Any] | None]:
+        return self.version, self.ref
+
+    def latest_version(self) -> int | None:
+        return self.version
+
+
+class RayObjectStoreBroadcast(WeightBroadcast):
+    """Pass the same instance (it pickles to a handle on the named registry) to trainer and workers."""
+
+    def __init__(self, name: str = "mintgym-weights", namespace: str | None = None):
+        self.name = name
+        self.namespace = namespace
+        self._registry = None
+
+    def _handle(self):
+        if self._registry is None:
+            self._registry = ray.remote(WeightRegistry).options(
+                name=self.name, namespace=self.namespace, get_if_exists=True, num_cpus=0,
+                lifetime=None).remote()
+        return self._registry
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"name": self.name, "namespace": self.namespace, "_registry": None}
+
+    def send(self, version: int, state: Mapping[str, Any]) -> None:
+        ref = ray.put(to_numpy_state(state))
+        ray.get(self._handle().publish.remote(version, [ref]))
+
+    def latest_version(self) -> int | None:
+        return ray.get(self._handle().latest_version.remote())
+
+    def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
+        version, ref = ray.get(self._handle().latest.remote())
+        if version is None or (after is not None and version <= after):
+            return None
+        return version, ray.get(ref[0])
+
+    async def areceive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
+        """:meth:`receive` for code running on an event loop (a Ray async actor)."""
+        version, ref = await self._handle().latest.remote()
+        if version is None or (after is not None and version <= after):
+            return None
+        return version, await ref[0]

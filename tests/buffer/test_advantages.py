@@ -1,0 +1,31 @@
+import math
+
+import pytest
+
+from mintgym.buffer.advantages import compute_advantages
+
+
+def test_grpo_normalizes_by_group_mean_and_std():
+    adv = compute_advantages([1.0, 0.0, 0.0, 1.0], "grpo", eps=0.0)
+    assert adv == pytest.approx([1.0, -1.0, -1.0, 1.0])
+    adv = compute_advantages([3.0, 1.0], "grpo", scale=False)
+    assert adv == pytest.approx([1.0, -1.0])
+    std = math.sqrt(((2 - 1) ** 2 + (0 - 1) ** 2 + (1 - 1) ** 2) / 3)
+    assert compute_advantages([2.0, 0.0, 1.0], "grpo", eps=0.0) == pytest.approx([1 / std, -1 / std, 0.0])
+
+
+def test_rloo_is_leave_one_out():
+    assert compute_advantages([1.0, 0.0, 0.0], "rloo") == pytest.approx([1.0, -0.5, -0.5])
+    assert compute_advantages([4.0, 2.0], "rloo") == pytest.approx([2.0, -2.0])
+
+
+def test_equal_rewards_give_zero_advantages():
+    assert compute_advantages([0.5] * 4, "grpo") == [0.0] * 4
+    assert compute_advantages([0.5] * 4, "rloo") == [0.0] * 4
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="at least 2"):
+        compute_advantages([1.0], "rloo")
+    with pytest.raises(ValueError, match="grpo"):
+        compute_advantages([1.0, 0.0], "ppo")

@@ -1,0 +1,107 @@
+"""The mixer's quotas, domain shares over many batches, stale drops and shortfalls."""
+
+import random
+
+import pytest
+
+from mintgym.buffer.mixer import DomainMixer
+from mintgym.buffer.store import TrajectoryBuffer
+from mintgym.buffer.types import Group, Sample, Turn
+
+
+def group(domain: str, version: int = 0, reservation=None) -> Group:
+    turn = Turn([1, 2], [3], [-0.5], version)
+    return Group(f"{domain}-{random.random()}", f"{domain}/t", domain, 0,
+                 [Sample(f"{domain}/t", domain, 0, r, [turn]) for r in (0.0, 1.0)], reservation=reservation)
+
+
+def test_quotas_equal_and_weighted():
+    assert DomainMixer(["a", "b", "c"]).quotas(7) == {"a": 3, "b": 2, "c": 2}
+    assert DomainMixer(["a", "b"], {"a": 3, "b": 1}).quotas(8) == {"a": 6, "b": 2}
+    assert DomainMixer(["a", "b"], {"a": 1, "b": 0}).quotas(4) == {"a": 4, "b": 0}
+    with pytest.raises(ValueError, match="not in"):
+        DomainMixer(["a"], {"z": 1})
+
+
+def test_shares_over_many_batches_follow_weights_whatever_arrives():
+    rng = random.Random(0)
+    mixer = DomainMixer(["web", "pytool", "null"], {"web": 2, "pytool": 1, "null": 1})
+    taken = {"web": 0, "pytool": 0, "null": 0}
+    for _ in range(200):
+        # the cheap domain floods the queue; the mixer must not let it take over
+        for d, n in (("web", 3), ("pytool", 2), ("null", 20)):
+            for _ in range(rng.randint(0, n)):
+                mixer.add(group(d))
+        if mixer.ready(8, 0):
+            batch = mixer.build(8, 0)
+            for g in batch.groups:
+                taken[g.domain] += 1
+    total = sum(taken.values())
+    assert total > 0
+    assert taken["web"] / total == pytest.approx(0.5, abs=1e-9)
+    assert taken["pytool"] / total == pytest.approx(0.25, abs=1e-9)
+
+
+def test_shortfall_is_counted_never_refilled():
+    mixer = DomainMixer(["a", "b"])
+    for _ in range(10):
+        mixer.add(group("a"))
+    mixer.add(group("b"))
+    batch = mixer.build(4, 0)
+    assert [g.domain for g in batch.groups].count("a") == 2
+    assert [g.domain for g in batch.groups].count("b") == 1
+    assert batch.domains["b"].shortfall == 1 and batch.domains["a"].shortfall == 0
+    assert mixer.totals["b"].shortfall == 1
+
+
+def test_stale_groups_dropped_and_counted_per_domain():
+    mixer = DomainMixer(["a", "b"], max_lag=2)
+    for v in (0, 1, 2, 3, 4):
+        mixer.add(group("a", v))
+        mixer.add(group("b", v))
+    batch = mixer.build(4, trainer_version=4)  # lag 4 and 3 are too old
+    assert batch.domains["a"].dropped_stale == 2 and batch.domains["b"].dropped_stale == 2
+    assert all(g.lag(4) <= 2 for g in batch.groups)
+    assert batch.lag_histogram() == {2: 4, 1: 4}
+    assert mixer.totals["a"].dropped_stale == 2
+
+
+async def test_admission_control_bounds_the_planned_lag():
+    buf = TrajectoryBuffer(["a"], groups_per_step=2, max_lag=1)
+    # at version 0 the trainer will train reservations 0-1 at v0 and 2-3 at v1: all within lag 1
+    reservations = [buf.admit(0, 0) for _ in range(4)]
+    assert None not in reservations
+    assert buf.admit(0, 0) is None  # would be trained at v2: lag 2
+    assert buf.counts["denied"] == 1
+    assert buf.admit(0, 1) is not None  # newer weights are fine
+    for r in reservations[:2]:
+        assert buf.push(group("a", 0, r))
+    batch = await buf.get_batch(2, trainer_version=0, timeout=1)
+    assert len(batch.groups) == 2 and buf.counts["consumed"] == 2
+
+
+async def test_worker_restart_counts_its_reservations_lost_once():
+    buf = TrajectoryBuffer(["a"], groups_per_step=4, max_lag=None)
+    r1, r2 = buf.admit(7, 0), buf.admit(7, 0)
+    buf.admit(8, 0)
+    assert buf.register_worker(7) == 2
+    assert buf.counts["lost"] == 2
+    assert not buf.push(group("a", 0, r1))  # a late push of a lost reservation is refused, not double counted
+    assert buf.counts["late_push"] == 1 and buf.counts["pushed"] == 0
+    buf.release(r2)  # already lost: not counted again
+    assert buf.counts["lost"] == 2
+
+
+async def test_short_batch_after_timeout_and_state_roundtrip():
+    buf = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=None)
+    buf.push(group("a"))
+    batch = await buf.get_batch(4, trainer_version=0, timeout=0.05)
+    assert len(batch.groups) == 1 and batch.domains["a"].shortfall == 1 and batch.domains["b"].shortfall == 2
+    buf.push(group("a"))
+    buf.admit(0, 0)
+    state = buf.state_dict()
+    fresh = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=None)
+    fresh.load_state_dict(state)
+    assert fresh.counts["consumed"] == 1 and fresh.counts["pushed"] == 2
+    assert fresh.counts["lost_on_resume"] == 2  # one queued, one reserved
+    assert fresh.mixer.totals["b"].shortfall == 2

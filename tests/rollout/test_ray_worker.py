@@ -1,0 +1,74 @@
+"""The rollout worker body against a real null env server, a real tiny-model engine and a buffer actor.
+
+Checks what the trainer relies on: the turns hold the engine's own prompt and sampled token ids (nothing
+re-tokenized), the screenshots travel as object-store references, weights published through the
+filesystem broadcast are loaded and acknowledged before the next group, and admission is enforced.
+"""
+
+import numpy as np
+import pytest
+import ray
+import torch
+
+from mintgym.buffer.store import TrajectoryBuffer
+from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
+from mintgym.runtime.local import LocalProvider
+from mintgym.weights import FilesystemBroadcast
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from mintgym.models.tiny import build_tiny_vlm
+
+    ray.init(num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    provider = LocalProvider()
+    handle = provider.start("null")
+    provider.wait_ready(handle, 120)
+    path = build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "m", vocab_size=256)
+    yield path, handle.base_url
+    provider.stop(handle)
+    ray.shutdown()
+
+
+async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_path):
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
+    weights = FilesystemBroadcast(tmp_path / "w")
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
+                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=3, groups_in_flight=1,
+                      max_new_tokens=2)
+    worker = RolloutWorker(spec, buffer, weights)
+    try:
+        await worker.run(max_groups=1)
+        batch = await buffer.get_batch.remote(1, 0, 5.0)
+        [group] = batch.groups
+        assert group.seed == 3 and len(group.samples) == 3 and group.policy_version == 0
+        engine = worker.engine
+        for sample in group.samples:
+            [turn] = sample.turns
+            assert len(turn.logprobs) == len(turn.response_token_ids) <= 2
+            [ref] = turn.images
+            assert isinstance(ref, ray.ObjectRef)
+            image = ray.get(ref)
+            assert isinstance(image, np.ndarray) and image.shape == (112, 112, 3)
+            image_tokens = sum(t == engine.model.config.image_token_id for t in turn.prompt_token_ids)
+            assert image_tokens == 16  # 112x112 -> 8x8 patches -> 16 merged tokens
+            # the response ids are the sampled ones: decoding them gives the agent's text
+            assert sample.reward in (0.0, 1.0)
+        # admission: at max_lag 0 with the trainer still at version 0 and one group queued-and-consumed,
+        # the next group is planned for version 1, which version-0 weights may not serve
+        assert await buffer.admit.remote(0, 0) is None
+        # publish version 1: the worker loads it before its next group and acknowledges it
+        state = {k: v + 0.01 for k, v in engine.model.state_dict().items()}
+        weights.send(1, state)
+        await buffer.set_trainer_version.remote(1)
+        await worker.run(max_groups=1)
+        assert engine.policy_version == 1 and worker.stats["weight_loads"] == 1
+        assert (await buffer.get_worker_versions.remote())[0][0] == 1
+        batch = await buffer.get_batch.remote(1, 1, 5.0)
+        assert batch.groups[0].policy_version == 1
+        first = next(iter(engine.model.state_dict().values()))
+        assert torch.equal(first, next(iter(state.values())))
+    finally:
+        await worker.close()
+        ray.kill(buffer)
