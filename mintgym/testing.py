@@ -11,6 +11,11 @@ lines::
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mintgym.env.core import EnvironmentHost, Task
@@ -58,3 +63,28 @@ async def check_task(host: EnvironmentHost, task: Task, seed: int | None = 0, op
     if report.oracle_reward != 1.0:
         raise AssertionError(f"{task.id}: oracle scored {report.oracle_reward} in {report.steps} steps, expected 1")
     return report
+
+
+@contextlib.contextmanager
+def serve_asgi(app, host: str = "127.0.0.1", timeout: float = 30.0) -> Iterator[str]:
+    """Serve an ASGI app (an env server, a model server) with uvicorn in a thread on a free loopback port;
+    yields its base URL and shuts it down afterwards. For tests."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind((host, 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError(f"the test server did not start within {timeout:.0f}s")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()

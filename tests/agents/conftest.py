@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from mintgym.testing import serve_asgi
 
 
 def load_model_server():
@@ -21,31 +19,10 @@ def load_model_server():
     return module
 
 
-@contextlib.contextmanager
-def serve(app):
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("model test server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
 
 
 @pytest.fixture(scope="module")
 def model_server():
     """Base URL of a fresh misbehaving model server (modes are path prefixes, see model_server.py)."""
-    with serve(load_model_server().create_app()) as url:
+    with serve_asgi(load_model_server().create_app()) as url:
         yield url

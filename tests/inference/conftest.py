@@ -2,39 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
-import time
-
 import numpy as np
 import pytest
 
 from mintgym.inference import GenerationRequest, SamplingParams
-
-
-@contextlib.contextmanager
-def serve_in_thread(app):
-    """Run an ASGI app with uvicorn on a free loopback port; yield its base URL."""
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("test server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,7 @@ from fastapi.responses import JSONResponse, Response
 
 from mintgym.errors import ServerError
 from mintgym.inference import GenerationRequest, SamplingParams, make_engine
-
-from .conftest import serve_in_thread
+from mintgym.testing import serve_asgi as serve_in_thread
 
 COMPLETION = {
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "click(x=1, y=2)"},

@@ -16,8 +16,7 @@ from mintgym.errors import ServerError
 from mintgym.inference import InferenceEngine, make_engine
 from mintgym.inference.images import to_data_url
 from mintgym.inference.server import create_model_app
-
-from .conftest import serve_in_thread
+from mintgym.testing import serve_asgi as serve_in_thread
 
 
 @pytest.fixture(scope="module")
