@@ -150,7 +150,10 @@ def bwrap_command(workdir: Path, taskdir: Path, uid: int) -> list[str]:
     """The bubblewrap + setpriv command line that starts the worker in its namespaces."""
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
            "--unshare-uts", "--unshare-cgroup-try", "--as-pid-1", "--hostname", "sandbox",
-           "--ro-bind", "/usr", "/usr"]
+           "--ro-bind", "/usr", "/usr",
+           # /tmp first: the Python install may live under /tmp (a CI clone), and later binds must land on it
+           "--tmpfs", "/tmp"]
+    made: set[str] = {"/", "/etc", "/usr", "/tmp"}
     for link in ("bin", "lib", "lib64", "sbin"):
         path = Path("/") / link
         if path.is_symlink():
@@ -160,7 +163,6 @@ def bwrap_command(workdir: Path, taskdir: Path, uid: int) -> list[str]:
     cmd += ["--perms", "0755", "--dir", "/etc"]
     for name in _ETC_FILES:
         cmd += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    made: set[str] = {"/", "/etc", "/usr"}
     for root in _python_roots():
         parents = list(Path(root).parents)[::-1][1:]
         for parent in parents:
@@ -171,7 +173,7 @@ def bwrap_command(workdir: Path, taskdir: Path, uid: int) -> list[str]:
         made.add(root)
     cmd += ["--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/mintgym",
             "--ro-bind", str(WORKER_SCRIPT), "/opt/mintgym/worker.py",
-            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--dev", "/dev", "--proc", "/proc",
             "--bind", str(workdir), SANDBOX_WORKDIR, "--ro-bind", str(taskdir), SANDBOX_TASKDIR,
             "--chdir", SANDBOX_WORKDIR, "--remount-ro", "/", "--",
             "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",

@@ -124,8 +124,9 @@ ORACLES: dict[str, Oracle] = {
     "af630914-714e-4a24-a7bb-f9af687d3b91": _after_window("Chromium", _shell(_chrome_pref(
         "d.setdefault('webkit',{}).setdefault('webprefs',{})['default_font_size']=24"), settle=5.0)),
     # gimp: at least 100 undo steps; the light theme
-    "7b7617bd-57cc-468e-9c91-40c4ec2bcb3d": _shell(_gimprc("(undo-levels 100)")),
-    "7767eef2-56a3-4cea-8c9f-48c070c7d65b": _shell(_gimprc('(theme "Light")')),
+    # (GIMP writes gimprc as it exits, and a first start lays its profile: let it open fully first)
+    "7b7617bd-57cc-468e-9c91-40c4ec2bcb3d": _after_window("GNU Image Manipulation Program", _shell(_gimprc("(undo-levels 100)"))),
+    "7767eef2-56a3-4cea-8c9f-48c070c7d65b": _after_window("GNU Image Manipulation Program", _shell(_gimprc('(theme "Light")'))),
     # vlc: keep the player open at the end; recordings to ~/Desktop; a dark volume slider; one instance
     "5ac2891a-eacd-4954-b339-98abba077adb": _vlc("play-and-exit", "0"),
     "8ba5ae7a-5ae5-4eab-9fcc-5dd4fe3abf89": _vlc("input-record-path", "$HOME/Desktop"),

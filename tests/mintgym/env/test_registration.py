@@ -26,6 +26,17 @@ def test_runtime_pack_and_duplicate_ids():
     assert registration.task("null/echo").instruction != "again"
 
 
+@pytest.fixture(autouse=True)
+def forget_test_packs():
+    """Packs registered here are removed afterwards, so other tests see the real registry."""
+    yield
+    for pack in [p for p in registration._pack_refs if p.startswith("test-")]:
+        registration._pack_refs.pop(pack)
+        registration.broken_packs.pop(pack, None)
+    if registration._tasks is not None:
+        registration._tasks.pop("null/echo-test", None)
+
+
 def test_broken_pack_is_recorded_not_fatal():
     def broken():
         raise ImportError("needs an extra")
