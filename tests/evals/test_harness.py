@@ -21,6 +21,7 @@ from mintgym.env import registration
 from mintgym.env.core import Environment, Task
 from mintgym.inference import make_engine
 from mintgym.policy import AgentContext
+from mintgym.testing import serve_asgi
 
 AGENT_TESTS = Path(__file__).resolve().parents[1] / "agents"
 
@@ -35,7 +36,7 @@ def _load(name: str, path: Path):
 @pytest.fixture(scope="module")
 def model_server():
     helpers = _load("mintgym_tests_agents_conftest", AGENT_TESTS / "conftest.py")
-    with helpers.serve(helpers.load_model_server().create_app()) as url:
+    with serve_asgi(helpers.load_model_server().create_app()) as url:
         yield url
 
 
