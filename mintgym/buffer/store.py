@@ -7,6 +7,10 @@ will have when it trains on it, estimated from the groups already consumed, queu
 (``(consumed + queued + reserved) // groups_per_step``). The mixer then drops, at batch time, whatever
 is still too old. Every outcome is counted: admitted, denied, pushed, lost (a worker died with the
 reservation open, or a resume found it open), consumed, dropped stale, shortfall.
+
+With ``own_images=True`` (a Ray actor in a run) ``push`` puts each screenshot array into Ray's object store
+itself and keeps the reference, so the buffer, not the worker that made them, owns the images: a worker
+that dies after pushing leaves its groups intact (Ray frees an object whose owner died).
 """
 
 from __future__ import annotations
@@ -25,12 +29,13 @@ class TrajectoryBuffer:
     """Holds groups per domain and the run's accounting; see the module docstring."""
 
     def __init__(self, domains: Sequence[str], *, groups_per_step: int, max_lag: int | None = None,
-                 weights: Mapping[str, float] | None = None):
+                 weights: Mapping[str, float] | None = None, own_images: bool = False):
         if groups_per_step < 1:
             raise ValueError(f"groups_per_step must be >= 1, got {groups_per_step}")
         self.mixer = DomainMixer(domains, weights, max_lag)
         self.groups_per_step = groups_per_step
         self.max_lag = max_lag
+        self.own_images = own_images
         self.trainer_version = 0
         self._reservations: dict[int, tuple[int, int]] = {}  # id -> (worker id, policy version)
         self._ids = itertools.count()
@@ -83,6 +88,8 @@ class TrajectoryBuffer:
                 self.counts["late_push"] += 1
                 return False
             del self._reservations[group.reservation]
+        if self.own_images:
+            _own_images(group)
         self.mixer.add(group)
         self.counts["pushed"] += 1
         self.counts["pushed_samples"] += len(group.samples)
@@ -144,3 +151,13 @@ class TrajectoryBuffer:
         self.trainer_version = int(state["trainer_version"])
         self.counts["lost_on_resume"] += int(state["queued"]) + int(state["reserved"])
         self.worker_restarts = {int(k): v for k, v in state.get("worker_restarts", {}).items()}
+
+
+def _own_images(group: Group) -> None:
+    """Replace the group's image arrays by object-store references owned by the calling process."""
+    import numpy as np
+    import ray
+
+    for sample in group.samples:
+        for turn in sample.turns:
+            turn.images = [ray.put(img) if isinstance(img, np.ndarray) else img for img in turn.images]

@@ -8,8 +8,9 @@ pushed to the buffer and the worker moves on without waiting for the trainer.
 
 Training sequences come from the engine calls themselves: a recording wrapper keeps, per call, the
 prompt token ids the engine fed the model, the sampled token ids, their logprobs, the version, and the
-prompt's images, so nothing is re-tokenized. Each image is ``ray.put`` once; the group carries the
-references through the buffer to the trainer.
+prompt's images, so nothing is re-tokenized. The images travel as arrays in the pushed group; a buffer
+made with ``own_images=True`` stores each in the object store under its own ownership, so a group pushed
+just before this worker dies still reaches the trainer whole.
 
 A worker that dies is restarted by Ray (``max_restarts``); on its next ``run()`` it registers again and
 the buffer counts the reservations it held as lost.
@@ -293,8 +294,6 @@ class RolloutWorker:
         self.stats["groups"] += 1
 
     async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int) -> Sample | None:
-        import ray
-
         from mintgym.rollout.episode import run_episode
 
         pool = self.pools[domain]
@@ -315,7 +314,7 @@ class RolloutWorker:
                 raise ValueError(f"engine {self.spec.engine!r} returned no token ids/logprobs; RL needs them")
             turns.append(Turn(list(gen.prompt_token_ids), list(gen.response_token_ids), list(gen.response_logprobs),
                               int(gen.policy_version if gen.policy_version is not None else -1),
-                              [ray.put(img) for img in images], temperature))
+                              list(images), temperature))
         return Sample(task_id, domain, seed, float(traj.total_reward), turns, traj.status, self.spec.worker_id,
                       traj.id)
 

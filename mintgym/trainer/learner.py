@@ -23,12 +23,19 @@ from mintgym.trainer.loss import LossInputs, pad_right, policy_loss
 from mintgym.trainer.mismatch import mismatch_metrics
 
 
+class ImageLost(LookupError):
+    """A turn's screenshot is gone from the object store (its owner died); the group cannot be trained."""
+
+
 def _resolve(image: Any) -> np.ndarray:
     if isinstance(image, np.ndarray):
         return image
     import ray
 
-    return ray.get(image)
+    try:
+        return ray.get(image)
+    except ray.exceptions.ObjectLostError as exc:  # OwnerDiedError included
+        raise ImageLost(str(exc).splitlines()[0]) from exc
 
 
 class Learner:
@@ -110,13 +117,15 @@ class Learner:
         """Train on ``batch`` once; returns the step's metrics (reward, lag, loss, IS and mismatch stats)."""
         cfg = self.config
         rows: list[tuple[Turn, float, dict[str, Any], int]] = []  # turn, advantage, mismatch key, lag
-        for group in batch.groups:
+        groups, lost = self._materialize(batch)
+        for group in groups:
             advs = compute_advantages(group.rewards, cfg.advantage, scale=cfg.scale_advantages)
             for sample, adv in zip(group.samples, advs):
                 for t, turn in enumerate(sample.turns):
                     rows.append((turn, adv, {"domain": sample.domain, "turn": t, "images": len(turn.images)},
                                  self.version - turn.policy_version))
         metrics: dict[str, float] = self._batch_metrics(batch)
+        metrics["groups/images_lost"] = float(lost)
         if not rows:
             metrics["skipped"] = 1.0
             return metrics
@@ -158,6 +167,20 @@ class Learner:
         metrics.update(mismatch_metrics(trainer_lp, sampler_lp, keys))
         metrics["mismatch/sequences"] = float(len(trainer_lp))
         return metrics
+
+    def _materialize(self, batch: Batch) -> tuple[list[Any], int]:
+        """The batch's groups with every image fetched once; groups with a lost image are left out."""
+        kept, lost = [], 0
+        for group in batch.groups:
+            try:
+                for sample in group.samples:
+                    for turn in sample.turns:
+                        turn.images = [self.resolve_image(img) for img in turn.images]
+            except ImageLost:
+                lost += 1
+                continue
+            kept.append(group)
+        return kept, lost
 
     def _batch_metrics(self, batch: Batch) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -102,7 +102,8 @@ class _Run:
         train = cfg.train
         self.buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0, max_concurrency=64).remote(
             cfg.domains, groups_per_step=train.groups_per_step,
-            max_lag=0 if train.mode == "sync" else train.max_lag, weights=train.domain_weights)
+            max_lag=0 if train.mode == "sync" else train.max_lag, weights=train.domain_weights,
+            own_images=True)
         self.weights = RayObjectStoreBroadcast(name=f"mintgym-weights-{uuid.uuid4().hex[:8]}")
         dtype = getattr(torch, cfg.model.dtype) if cfg.model.dtype else None
         self.learner = Learner(load_model(self.model_path, dtype=dtype, device=cfg.model.device),

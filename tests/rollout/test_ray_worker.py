@@ -32,7 +32,8 @@ def setup(tmp_path_factory):
 
 async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_path):
     path, url = setup
-    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0,
+                                                                     own_images=True)
     weights = FilesystemBroadcast(tmp_path / "w")
     spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
                       agent_options={"choices": {"null": ["no", "ok"]}}, group_size=3, groups_in_flight=1,
@@ -71,4 +72,28 @@ async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_
         assert torch.equal(first, next(iter(state.values())))
     finally:
         await worker.close()
+        ray.kill(buffer)
+
+
+async def test_pushed_images_outlive_the_worker_that_made_them(setup, tmp_path):
+    """A group pushed just before its worker dies still resolves: its images are owned by the buffer.
+
+    (Regression: CI lost a run to OwnerDiedError when the worker itself had put the images.)
+    """
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=None,
+                                                                     own_images=True)
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [1], "null")], env_urls={"null": [url]},
+                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=2, groups_in_flight=1,
+                      max_new_tokens=1)
+    actor = ray.remote(RolloutWorker).options(num_cpus=0, max_restarts=0).remote(
+        spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+    try:
+        await actor.run.remote(max_groups=1)
+        ray.kill(actor, no_restart=True)
+        batch = await buffer.get_batch.remote(1, 0, 5.0)
+        for sample in batch.groups[0].samples:
+            [ref] = sample.turns[0].images
+            assert ray.get(ref, timeout=30).shape == (112, 112, 3)
+    finally:
         ray.kill(buffer)

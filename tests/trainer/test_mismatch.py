@@ -84,3 +84,24 @@ def test_image_tokens_must_match_the_image_features(tiny):
         learner.sequence_input(wrong, "sequence 0")
     with pytest.raises(ValueError, match="image tokens"):
         learner.sequence_input(Turn(turn.prompt_token_ids, turn.response_token_ids, turn.logprobs, 0, []))
+
+
+def test_group_with_a_lost_image_is_left_out_and_counted(tiny):
+    from mintgym.trainer.learner import ImageLost
+
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    good = _batch(engine, _images(2), ["Task: a", "Task: b"])
+    bad = _batch(engine, _images(2), ["Task: c", "Task: d"])
+    lost_marker = object()
+    bad.groups[0].samples[1].turns[0].images = [lost_marker]
+
+    def resolve(image):
+        if image is lost_marker:
+            raise ImageLost("owner died")
+        return image
+
+    learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig(lr=1e-3), resolve_image=resolve)
+    m = learner.step(Batch(good.groups + bad.groups, trainer_version=0))
+    assert m["groups/images_lost"] == 1.0
+    assert m["mismatch/sequences"] == 2 and m["sequences"] == 2  # only the intact group trained
+    assert learner.version == 1
