@@ -4,6 +4,8 @@ For the null environment (a 1280x720 frame, no world) and for pytool (a sandboxe
 called in process (Episode.step on the Environment) and through a local env server + the gymnasium
 client over loopback, for each screenshot encoding. Prints median and p95 step time, the added
 milliseconds per step, and bytes per frame. Target: at most 3 ms added at the median for raw frames.
+The server tunes glibc's allocator at start (:mod:`mintgym.allocator`) and so does this process, unless
+``--default-malloc`` (then the in-process baseline and the client page-fault each frame back in).
 
     python benchmarks/step_overhead.py [--steps 300]
 """
@@ -16,6 +18,7 @@ import statistics
 import time
 
 import mintgym
+from mintgym.allocator import tune_malloc
 from mintgym.env import registration
 from mintgym.env.episode import Episode
 from mintgym.runtime.make import provider
@@ -77,7 +80,12 @@ def http_times(base_url: str, task_id: str, action: dict, steps: int, encoding: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--default-malloc", action="store_true",
+                        help="leave this process's allocator at glibc's defaults (the server always tunes its own)")
     args = parser.parse_args()
+    if not args.default_malloc:
+        tuning = tune_malloc()  # both sides of the comparison, in-process and client, run in this process
+        print(f"malloc tuning in this process: {tuning.applied or tuning.reason}")
     rows = []
     for domain, (task_id, action) in CASES.items():
         if task_id is None:

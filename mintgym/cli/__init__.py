@@ -28,4 +28,7 @@ _load_commands()
 
 
 def main() -> None:
+    from mintgym.allocator import tune_malloc
+
+    tune_malloc()  # every command moves frames: keep their buffers mapped (see mintgym.allocator)
     app()

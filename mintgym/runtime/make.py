@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mintgym.allocator import tune_malloc
 from mintgym.env import registration
 from mintgym.runtime.providers import Provider
 
@@ -39,6 +40,7 @@ def make(env_or_task_id: str, backend: str = "local", *, base_url: str | None = 
          timeout: float = 120.0):
     domain, task = registration.resolve(env_or_task_id)
     task_id = task.id if task is not None else None
+    tune_malloc()  # this process will move a frame per step (see mintgym.allocator)
     if backend == "inprocess":
         from mintgym.runtime.inprocess import InProcessEnv
 

@@ -41,8 +41,10 @@ def serve(domain: str, host: str = "127.0.0.1", port: int = 8000, *, token: str 
           max_sessions: int = 1024, host_options: dict[str, Any] | None = None, log_level: str = "warning") -> None:
     import uvicorn
 
+    from mintgym.allocator import tune_malloc
     from mintgym.server.app import create_app
 
+    tune_malloc()
     token = token or os.environ.get("MINTGYM_TOKEN") or None
     if fd is None and not is_loopback(host) and not token:
         raise SystemExit(
