@@ -3,8 +3,11 @@ driven by random actions for a fixed time.
 
 Prints sessions held, steps/s, p50/p95/p99 step latency, memory per session (PSS of every server
 process tree and this process, divided by sessions), failed steps, and servers/sessions that died and
-were replaced. ``--fault-every S`` kills a random env server process every S seconds: the run must still
-finish, and every episode is accounted for (completed, or failed with its reason).
+were replaced. Every session is opened (created and reset) before the measured period starts. Each
+session then plays random-action episodes back to back (closed loop, no think time), so the step
+latency is the queueing delay of a saturated machine. ``--fault-every S`` kills a random env server
+process every S seconds: the run must still finish, and every episode is accounted for (completed, or
+failed with its reason); sessions of a killed server reopen on its replacement, with back-off.
 
     python benchmarks/fleet.py --sessions 200 --seconds 60 [--fault-every 10]
 """
@@ -51,10 +54,11 @@ def tree_pss(pid: int) -> int:
 
 class Stats:
     def __init__(self) -> None:
-        self.latencies: list[float] = []
-        self.steps = 0
+        self.latencies: collections.defaultdict[str, list[float]] = collections.defaultdict(list)
+        self.steps: collections.Counter[str] = collections.Counter()
         self.failed_steps = 0
         self.failure_reasons: collections.Counter[str] = collections.Counter()
+        self.failure_examples: dict[str, str] = {}
         self.episodes_started = 0
         self.episodes_completed = 0
         self.episodes_failed = 0
@@ -62,55 +66,74 @@ class Stats:
         self.sessions_created = 0
 
 
+    def fail(self, reason: str, err: Exception) -> None:
+        self.failure_reasons[reason] += 1
+        self.failure_examples.setdefault(reason, str(err)[:300])
+
+
 class Clock:
     """The run's end, set once every session is open (or the warm-up budget is spent)."""
 
     deadline = float("inf")
+    client_timeout = 180.0
+
+
+async def open_session(client: AsyncEnvClient, tasks: list[str], rng: random.Random, stats: Stats,
+                       create_gate: asyncio.Semaphore):
+    """A new session, reset onto a random task (creation and first reset under the gate)."""
+    async with create_gate:
+        session = await client.session()
+        stats.sessions_created += 1
+        await session.reset(rng.choice(tasks), rng.randrange(1 << 30))
+    return session
 
 
 async def drive(slot: int, domain: str, group: ServerGroup, server_index: int, tasks: list[str], clock: Clock,
-                stats: Stats, rng: random.Random, clients: dict, create_gate: asyncio.Semaphore, held: set) -> None:
+                stats: Stats, rng: random.Random, clients: dict, create_gate: asyncio.Semaphore, held: set,
+                go: asyncio.Event) -> None:
+    """Open one session during the warm-up, wait for ``go``, then play random episodes until the deadline."""
     action_set = action_set_for(domain)
     kinds = [k for k in action_set.type_names if k not in ("done", "goto", "wait")]
-    session = None
-    while time.monotonic() < clock.deadline:
+    session, fresh, retry_in = None, False, 0.25
+    while not go.is_set() or time.monotonic() < clock.deadline:
         handle = group.handles[server_index]
-        client = clients.setdefault(handle.base_url, AsyncEnvClient(handle.base_url, encoding="raw"))
+        client = clients.setdefault(handle.base_url, AsyncEnvClient(handle.base_url, encoding="raw",
+                                                                    timeout=clock.client_timeout))
         try:
             if session is None:
-                async with create_gate:
-                    session = await client.session()
-                stats.sessions_created += 1
+                session, fresh = await open_session(client, tasks, rng, stats, create_gate), True
                 held.add(slot)
-            await session.reset(rng.choice(tasks), rng.randrange(1 << 30))
+            if not go.is_set():
+                await go.wait()  # every session is opened before any steps: creation is not measured as steps
+            if not fresh:
+                await session.reset(rng.choice(tasks), rng.randrange(1 << 30))
+            fresh = False
         except MintGymError as err:
             held.discard(slot)
             session = None
-            await asyncio.sleep(0.5)  # the server is being replaced; try again on its successor
-            stats.failure_reasons[f"reset/create: {type(err).__name__}"] += 1
+            stats.fail(f"reopen attempt: {type(err).__name__}", err)
+            retry_in = min(4.0, retry_in * 2)  # the server is being replaced: back off, then try its successor
+            await asyncio.sleep(retry_in)
             continue
+        retry_in = 0.25
         stats.episodes_started += 1
-        ended = False
         try:
             for _ in range(MAX_EPISODE_STEPS):
                 action = random_action(ACTION_TYPES[rng.choice(kinds)], session.screen_size, rng)
                 t0 = time.perf_counter()
                 result = await session.step(action)
-                stats.latencies.append(time.perf_counter() - t0)
-                stats.steps += 1
+                stats.latencies[domain].append(time.perf_counter() - t0)
+                stats.steps[domain] += 1
                 if result.terminated or result.truncated or time.monotonic() > clock.deadline:
                     break
             stats.episodes_completed += 1
-            ended = True
         except MintGymError as err:
             stats.failed_steps += 1
             stats.episodes_failed += 1
-            stats.failure_reasons[f"step: {type(err).__name__}"] += 1
+            stats.fail(f"step: {type(err).__name__}", err)
             stats.sessions_replaced += 1
             held.discard(slot)
             session = None
-        if ended and time.monotonic() > clock.deadline:
-            break
 
 
 async def supervise(groups: list[ServerGroup], stop: asyncio.Event) -> None:
@@ -138,7 +161,7 @@ async def inject_faults(groups: list[ServerGroup], every: float, deadline: float
 
 async def run(args) -> None:
     rng = random.Random(args.seed)
-    provider = LocalProvider(request_timeout=30.0)
+    provider = LocalProvider(request_timeout=args.request_timeout)
     domains = [d for d in args.domains.split(",") if d]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -157,27 +180,31 @@ async def run(args) -> None:
     create_gate = asyncio.Semaphore(args.create_concurrency)
     warm_deadline = time.monotonic() + args.warmup
     clock = Clock()
+    clock.client_timeout = args.request_timeout + 60.0
+    go = asyncio.Event()
     drivers = []
     for slot in range(args.sessions):
         domain = domains[slot % len(domains)]
         group = groups[slot % len(domains)]
         drivers.append(asyncio.create_task(drive(
             slot, domain, group, (slot // len(domains)) % group.count, tasks[domain], clock, stats,
-            random.Random(rng.random()), clients, create_gate, held)))
+            random.Random(rng.random()), clients, create_gate, held, go)))
     stop = asyncio.Event()
     supervisor = asyncio.create_task(supervise(groups, stop))
     while time.monotonic() < warm_deadline and len(held) < args.sessions:
         await asyncio.sleep(0.5)
+    warmup_seconds = time.monotonic() - t0
+    memory = {g.domain: sum(tree_pss(int(h.ident)) for h in g.handles) for g in groups}
+    client_memory = psutil.Process().memory_full_info().pss  # this process only: the servers are its children
+    held_by_domain = collections.Counter(domains[slot % len(domains)] for slot in held)
+    sessions_at_memory = len(held)
+    print(f"{sessions_at_memory} sessions held after {warmup_seconds:.1f}s; measuring for {args.seconds}s", flush=True)
     measured_from = time.monotonic()
     clock.deadline = measured_from + args.seconds
+    go.set()
     killed: list[str] = []
     faults = (asyncio.create_task(inject_faults(groups, args.fault_every, clock.deadline, rng, killed))
               if args.fault_every else None)
-    steps_before = stats.steps
-    stats.latencies.clear()
-    memory = sum(tree_pss(int(h.ident)) for g in groups for h in g.handles) + tree_pss(os.getpid())
-    sessions_at_memory = len(held)
-    print(f"{sessions_at_memory} sessions held after {measured_from - t0:.1f}s; measuring for {args.seconds}s")
     await asyncio.gather(*drivers)
     elapsed = time.monotonic() - measured_from
     stop.set()
@@ -189,20 +216,28 @@ async def run(args) -> None:
     restarts = sum(g.restarts for g in groups)
     for g in groups:
         g.stop()
-    lat = sorted(stats.latencies) or [0.0]
 
-    def q(p):
-        return lat[min(len(lat) - 1, int(p * len(lat)))] * 1e3
+    def q(values, p):
+        ordered = sorted(values) or [0.0]
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1e3
 
+    every = [x for v in stats.latencies.values() for x in v]
+    total_memory = sum(memory.values()) + client_memory
     accounted = stats.episodes_completed + stats.episodes_failed
     print("\n=== fleet ===")
     print(f"domains                 {', '.join(f'{d} ({len(tasks[d])} tasks)' for d in domains)}")
     print(f"servers                 {sum(g.count for g in groups)} ({args.servers_per_domain} per domain)")
     print(f"sessions requested      {args.sessions}")
-    print(f"sessions held           {sessions_at_memory} at start of measurement, {len(held)} at the end")
-    print(f"steps/s                 {(stats.steps - steps_before) / elapsed:.1f}")
-    print(f"step latency ms         p50 {q(0.5):.1f}  p95 {q(0.95):.1f}  p99 {q(0.99):.1f}")
-    print(f"memory                  {memory / 2**30:.2f} GiB PSS total, {memory / max(1, sessions_at_memory) / 2**20:.1f} MiB per session")
+    print(f"sessions held           {sessions_at_memory} after warm-up ({warmup_seconds:.0f}s), {len(held)} at the end")
+    print(f"steps/s                 {sum(stats.steps.values()) / elapsed:.1f}")
+    print(f"step latency ms         p50 {q(every, 0.5):.1f}  p95 {q(every, 0.95):.1f}  p99 {q(every, 0.99):.1f}")
+    for d in domains:
+        n = max(1, held_by_domain[d])
+        print(f"  {d:8s} {held_by_domain[d]:4d} sessions  {stats.steps[d] / elapsed:6.1f} steps/s  "
+              f"p50 {q(stats.latencies[d], 0.5):7.1f}  p95 {q(stats.latencies[d], 0.95):7.1f}  "
+              f"p99 {q(stats.latencies[d], 0.99):7.1f} ms  {memory.get(d, 0) / n / 2**20:6.1f} MiB PSS/session")
+    print(f"memory                  {total_memory / 2**30:.2f} GiB PSS total (driver {client_memory / 2**20:.0f} MiB), "
+          f"{total_memory / max(1, sessions_at_memory) / 2**20:.1f} MiB per session")
     print(f"failed steps            {stats.failed_steps}")
     print(f"episodes                {stats.episodes_started} started, {stats.episodes_completed} completed, "
           f"{stats.episodes_failed} failed, {stats.episodes_started - accounted} unaccounted")
@@ -212,6 +247,8 @@ async def run(args) -> None:
     print(f"sessions replaced       {stats.sessions_replaced}")
     if stats.failure_reasons:
         print("failure reasons         " + "; ".join(f"{k} x{v}" for k, v in stats.failure_reasons.most_common()))
+        for reason, example in stats.failure_examples.items():
+            print(f"  e.g. {reason}: {example}")
 
 
 def main() -> None:
@@ -223,6 +260,8 @@ def main() -> None:
     parser.add_argument("--servers-per-domain", type=int, default=2)
     parser.add_argument("--web-prefix", default="miniwob/click-", help="web tasks to sample (id prefix)")
     parser.add_argument("--create-concurrency", type=int, default=8)
+    parser.add_argument("--request-timeout", type=float, default=120.0,
+                        help="the servers' per-call timeout; a step slower than this replaces the session")
     parser.add_argument("--fault-every", type=float, default=0.0, help="kill a random server every S seconds")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", action="store_true")
