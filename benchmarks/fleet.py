@@ -64,6 +64,7 @@ class Stats:
         self.episodes_failed = 0
         self.sessions_replaced = 0
         self.sessions_created = 0
+        self.reopen_seconds: list[float] = []
 
 
     def fail(self, reason: str, err: Exception) -> None:
@@ -94,15 +95,19 @@ async def drive(slot: int, domain: str, group: ServerGroup, server_index: int, t
     """Open one session during the warm-up, wait for ``go``, then play random episodes until the deadline."""
     action_set = action_set_for(domain)
     kinds = [k for k in action_set.type_names if k not in ("done", "goto", "wait")]
-    session, fresh, retry_in = None, False, 0.25
+    session, fresh, retry_in, lost_at = None, False, 0.25, None
     while not go.is_set() or time.monotonic() < clock.deadline:
         handle = group.handles[server_index]
-        client = clients.setdefault(handle.base_url, AsyncEnvClient(handle.base_url, encoding="raw",
-                                                                    timeout=clock.client_timeout))
+        if handle.base_url not in clients:
+            clients[handle.base_url] = AsyncEnvClient(handle.base_url, encoding="raw", timeout=clock.client_timeout)
+        client = clients[handle.base_url]
         try:
             if session is None:
                 session, fresh = await open_session(client, tasks, rng, stats, create_gate), True
                 held.add(slot)
+                if lost_at is not None:
+                    stats.reopen_seconds.append(time.monotonic() - lost_at)
+                    lost_at = None
             if not go.is_set():
                 await go.wait()  # every session is opened before any steps: creation is not measured as steps
             if not fresh:
@@ -133,7 +138,7 @@ async def drive(slot: int, domain: str, group: ServerGroup, server_index: int, t
             stats.fail(f"step: {type(err).__name__}", err)
             stats.sessions_replaced += 1
             held.discard(slot)
-            session = None
+            session, lost_at = None, time.monotonic()
 
 
 async def supervise(groups: list[ServerGroup], stop: asyncio.Event) -> None:
@@ -244,7 +249,9 @@ async def run(args) -> None:
     print(f"servers killed          {len(killed)}; servers restarted {restarts}")
     if args.verbose:
         print("kills: " + ", ".join(killed))
-    print(f"sessions replaced       {stats.sessions_replaced}")
+    reopen = sorted(stats.reopen_seconds) or [float("nan")]
+    print(f"sessions replaced       {stats.sessions_replaced} lost with their server; {len(stats.reopen_seconds)} "
+          f"reopened before the end, median {reopen[len(reopen) // 2]:.1f}s, max {reopen[-1]:.1f}s after the loss")
     if stats.failure_reasons:
         print("failure reasons         " + "; ".join(f"{k} x{v}" for k, v in stats.failure_reasons.most_common()))
         for reason, example in stats.failure_examples.items():
