@@ -116,6 +116,8 @@ async def drive(slot: int, domain: str, group: ServerGroup, server_index: int, t
         except MintGymError as err:
             held.discard(slot)
             session = None
+            if lost_at is None and go.is_set():
+                lost_at = time.monotonic()  # lost between episodes: the reset found the server gone
             stats.fail(f"reopen attempt: {type(err).__name__}", err)
             retry_in = min(4.0, retry_in * 2)  # the server is being replaced: back off, then try its successor
             await asyncio.sleep(retry_in)
@@ -143,8 +145,7 @@ async def drive(slot: int, domain: str, group: ServerGroup, server_index: int, t
 
 async def supervise(groups: list[ServerGroup], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        for group in groups:
-            await asyncio.to_thread(group.check)
+        await asyncio.gather(*(asyncio.to_thread(group.check) for group in groups))  # a slow restart blocks no other group
         try:
             await asyncio.wait_for(stop.wait(), 1.0)
         except asyncio.TimeoutError:
@@ -250,8 +251,8 @@ async def run(args) -> None:
     if args.verbose:
         print("kills: " + ", ".join(killed))
     reopen = sorted(stats.reopen_seconds) or [float("nan")]
-    print(f"sessions replaced       {stats.sessions_replaced} lost with their server; {len(stats.reopen_seconds)} "
-          f"reopened before the end, median {reopen[len(reopen) // 2]:.1f}s, max {reopen[-1]:.1f}s after the loss")
+    print(f"sessions lost           {stats.sessions_replaced} mid-episode with their server; {len(stats.reopen_seconds)} "
+          f"sessions reopened on a replacement before the end, median {reopen[len(reopen) // 2]:.1f}s, max {reopen[-1]:.1f}s after the loss")
     if stats.failure_reasons:
         print("failure reasons         " + "; ".join(f"{k} x{v}" for k, v in stats.failure_reasons.most_common()))
         for reason, example in stats.failure_examples.items():
