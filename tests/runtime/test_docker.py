@@ -147,14 +147,7 @@ def test_pytool_episode_through_make(docker_images):
 def _run_oracle_episode(env) -> None:
     obs, _info = env.reset(seed=0)
     assert obs["screenshot"].ndim == 3
-    for _ in range(100):
-        action = env.oracle_action()
-        if action is None:
-            break
-        obs, _reward, terminated, truncated, _info = env.step(action)
-        if terminated or truncated:
-            break
-    assert env.evaluate() == 1.0
+    _run_oracle_episode_from_reset(env)
 
 
 def test_missing_image_says_how_to_build_it(provider):
@@ -216,3 +209,32 @@ def test_reap_removes_containers_of_dead_owners(client):
                 c.remove(force=True)
             except NotFound:  # reaped
                 pass
+
+
+@pytest.mark.slow
+def test_web_episodes_in_the_web_image(docker_images):
+    """The web image (Chromium from Debian's mirror, so `--network host` for apt): MiniWoB episodes solved
+    in a container. Slow (the Chromium layer downloads ~150 MB on a fresh daemon): `pytest -m slow`."""
+    from mintgym.runtime.make import make
+
+    tag = TAG.format(name="web")
+    _script("images/build.sh", "web", "--base", BASE, "--tag", tag, "--network", "host", timeout=1800)
+    env = make("miniwob/click-test", backend="docker", encoding="raw", backend_options={
+        "docker_host": DOCKER_HOST, "network": "host", "pull": "never", "image": tag})
+    try:
+        for seed in (0, 1):
+            env.reset(seed=seed)
+            _run_oracle_episode_from_reset(env)
+    finally:
+        env.close()
+
+
+def _run_oracle_episode_from_reset(env) -> None:
+    for _ in range(100):
+        action = env.oracle_action()
+        if action is None:
+            break
+        _obs, _reward, terminated, truncated, _info = env.step(action)
+        if terminated or truncated:
+            break
+    assert env.evaluate() == 1.0
