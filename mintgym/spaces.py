@@ -41,6 +41,13 @@ def observation_space(screen_size: tuple[int, int], side_channels=()) -> spaces.
     return spaces.Dict(fields)
 
 
+def follow_screen(env, screen_size: tuple[int, int]) -> None:
+    """A reset onto a task with another viewport changes the frame size: ``env``'s space follows it."""
+    if tuple(screen_size) != tuple(env.screen_size):
+        env.screen_size = tuple(screen_size)
+        env.observation_space = observation_space(env.screen_size, env.side_channels)
+
+
 def observation_to_dict(obs: Observation, side_channels=()) -> dict:
     """The gymnasium form of an observation (frame_id travels in info, so equal seeds give equal dicts)."""
     out = {"screenshot": obs.screenshot, "instruction": obs.instruction, "domain": obs.domain,

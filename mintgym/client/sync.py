@@ -17,7 +17,7 @@ from mintgym.action_spaces import ActionModel
 from mintgym.client import protocol
 from mintgym.client.transport import HttpTransport
 from mintgym.errors import ServerError
-from mintgym.spaces import action_space, gym_info, observation_space, observation_to_dict
+from mintgym.spaces import action_space, follow_screen, gym_info, observation_space, observation_to_dict
 from mintgym.types import Observation
 
 
@@ -63,14 +63,9 @@ class EnvClient(gym.Env):
                           protocol.reset_body(task_id, seed, self.encoding))
         obs, meta = protocol.decode_frame(resp)
         self.last_observation = obs
-        self._follow_screen(obs)
+        follow_screen(self, obs.screen_size)
         return observation_to_dict(obs, self.side_channels), gym_info(meta.info)
 
-    def _follow_screen(self, obs) -> None:
-        """A reset onto a task with another viewport changes the frame size: the space follows it."""
-        if obs.screen_size != tuple(self.screen_size):
-            self.screen_size = obs.screen_size
-            self.observation_space = observation_space(self.screen_size, self.side_channels)
 
     def step(self, action: str | ActionModel | dict):
         resp = self._post(f"/v1/sessions/{self.session_id}/step", protocol.step_body(action, self.encoding))

@@ -16,7 +16,7 @@ from mintgym.action_spaces import ActionModel, InvalidAction
 from mintgym.env import registration
 from mintgym.env.episode import Episode
 from mintgym.server.sessions import resolve_task
-from mintgym.spaces import action_space, gym_info, observation_space, observation_to_dict
+from mintgym.spaces import action_space, follow_screen, gym_info, observation_space, observation_to_dict
 
 
 class InProcessEnv(gym.Env):
@@ -49,14 +49,9 @@ class InProcessEnv(gym.Env):
         task = resolve_task((options or {}).get("task_id", self.task_id), self.domain, self.episode.task)
         obs, info = self._call(self.episode.reset(task, seed))
         self.last_observation = obs
-        self._follow_screen(obs)
+        follow_screen(self, obs.screen_size)
         return observation_to_dict(obs, self.side_channels), gym_info(info)
 
-    def _follow_screen(self, obs) -> None:
-        """A reset onto a task with another viewport changes the frame size: the space follows it."""
-        if obs.screen_size != tuple(self.screen_size):
-            self.screen_size = obs.screen_size
-            self.observation_space = observation_space(self.screen_size, self.side_channels)
 
     def step(self, action: str | ActionModel | dict):
         parse_error = None
