@@ -1,10 +1,11 @@
 """Async vs sync RL throughput, and (``--lag-study``) how the lag bound and the correction affect reward.
 
-Throughput: the quickstart's tiny policy on ``null/echo`` and ``pytool/count-shapes-0``, each env step
-taking a realistic, varying time (a lognormal delay per step on the worker, mean ``--step-seconds``,
-sigma ``--step-sigma``: the null env itself answers in about a millisecond). For sync mode and for async
-mode at each ``--lags`` value it runs ``--steps`` trainer steps and reports samples/s and train steps/s
-over the steps after the first (warm-up), then the async/sync ratio.
+Throughput: the quickstart's tiny policy on its tasks (``pytool/count-shapes-0`` and, in real Chromium,
+``miniwob/click-test``), each env step taking a realistic, varying time (a lognormal delay per step on
+the worker, mean ``--step-seconds``, sigma ``--step-sigma``, on top of the envs' own tens of
+milliseconds; a missed click is followed by a ``done`` step, which waits too). For sync mode and for
+async mode at each ``--lags`` value it runs ``--steps`` trainer steps and reports samples/s and train
+steps/s over the steps after the first (warm-up), then the async/sync ratio.
 
     .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, about 6 minutes here
     .venv/bin/python benchmarks/async_vs_sync.py --lag-study     # final quickstart reward per (max_lag, correction); long

@@ -1,11 +1,19 @@
-"""Layer 4: a one-turn answering agent: the screenshot and task in, one short sampled answer out as ``done``.
+"""Layer 4: a one-decision agent: the screenshot and task in, one sampled token out, as an answer or a click.
 
 Made for RL smoke runs with tiny models (the quickstart). The model never writes action syntax: it samples
-``max_new_tokens`` tokens (one by default), submitted as ``done(answer=<text>)``. With ``choices`` for the
-observation's domain the prompt lists numbered options and the first sampled token picks one: with
-``pick="digit"`` a sampled digit ``i`` answers ``choices[i]`` (anything else is answered as typed); with
-``pick="modulo"`` token id ``t`` answers ``choices[t % len(choices)]``, a fixed many-to-one map from the
-vocabulary onto K options, so an untrained model already picks each option about 1 time in K. It takes the engine it is given (no import of
+``max_new_tokens`` tokens (one by default) and the first one is mapped onto the domain's options.
+
+- ``choices[domain]``: K answers, submitted as ``done(answer=...)``. With ``pick="digit"`` a sampled digit
+  ``i`` answers ``choices[i]`` (anything else is answered as typed); with ``pick="modulo"`` token id ``t``
+  answers ``choices[t % K]``, a fixed many-to-one map of the vocabulary onto K options, so an untrained
+  model already picks each option about 1 time in K.
+- ``click_grid[domain] = [cols, rows]``: K = cols x rows click points, the centres of a fixed grid over
+  the screenshot; token id ``t`` picks cell ``t % K`` (row-major) and the step is a real pixel
+  ``click(x, y)`` of the shared action space. The episode gets one decision: if the click did not end
+  it, the next step is ``done(success=False)`` without another model call, so the env's own reward of
+  that one click is what gets trained on.
+
+Domains with neither are answered with the text as typed. It takes the engine it is given (no import of
 ``mintgym.agents``); token ids, logprobs and the policy version go into the step like the VLM agent's.
 """
 
@@ -16,18 +24,28 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from mintgym.action_spaces import Done
+from mintgym.action_spaces import Click, Done
 from mintgym.inference import GenerationRequest, InferenceEngine, SamplingParams
 from mintgym.policy import AgentContext, AgentStep
 from mintgym.types import Observation
+
+
+def grid_point(cell: int, grid: tuple[int, int], screen_size: tuple[int, int]) -> tuple[int, int]:
+    """Pixel centre of ``cell`` (row-major) of a ``(cols, rows)`` grid over a ``(width, height)`` screen."""
+    cols, rows = grid
+    if not 0 <= cell < cols * rows:
+        raise ValueError(f"cell {cell} is outside a {cols}x{rows} grid")
+    width, height = screen_size
+    col, row = cell % cols, cell // cols
+    return int((col + 0.5) * width / cols), int((row + 0.5) * height / rows)
 
 
 class AnswerAgent:
     name = "answer"
 
     def __init__(self, engine: InferenceEngine, *, choices: dict[str, list[str]] | None = None,
-                 max_new_tokens: int = 1, temperature: float = 1.0, image_size: tuple[int, int] = (112, 112),
-                 pick: str = "digit"):
+                 click_grid: dict[str, list[int]] | None = None, max_new_tokens: int = 1,
+                 temperature: float = 1.0, image_size: tuple[int, int] = (112, 112), pick: str = "digit"):
         if pick not in ("digit", "modulo"):
             raise ValueError(f"pick must be 'digit' or 'modulo', got {pick!r}")
         self.pick = pick
@@ -36,20 +54,32 @@ class AnswerAgent:
         for domain, options in self.choices.items():
             if not options or (pick == "digit" and len(options) > 10):
                 raise ValueError(f"choices for {domain!r} need 1 to 10 options (one digit each), got {len(options)}")
+        self.click_grid: dict[str, tuple[int, int]] = {}
+        for domain, grid in (click_grid or {}).items():
+            if len(grid) != 2 or min(grid) < 1:
+                raise ValueError(f"click_grid for {domain!r} is [cols, rows] with both >= 1, got {grid!r}")
+            if domain in self.choices:
+                raise ValueError(f"domain {domain!r} has both choices and a click_grid; give it one")
+            self.click_grid[domain] = (int(grid[0]), int(grid[1]))
         self.sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature)
         self.image_size = tuple(image_size)
         self.context: AgentContext | None = None
+        self.decided = False
 
     async def start(self, context: AgentContext) -> None:
         self.context = context
+        self.decided = False
 
     def prompt(self, observation: Observation) -> list[dict[str, Any]]:
         ctx = self.context
         instruction = (ctx.instruction if ctx is not None else "") or observation.instruction
         text = f"Task: {instruction}\n"
         options = self.choices.get(observation.domain)
+        grid = self.click_grid.get(observation.domain)
         if options:
             text += "Options: " + ", ".join(f"{i}) {o}" for i, o in enumerate(options)) + "\nOption:"
+        elif grid:
+            text += f"Click one cell of a {grid[0]}x{grid[1]} grid over the screen, row by row.\nCell:"
         else:
             text += "The answer is"
         image = np.asarray(Image.fromarray(observation.screenshot).resize(self.image_size, Image.BILINEAR))
@@ -64,9 +94,24 @@ class AnswerAgent:
             return options[int(raw)]
         return raw
 
+    def click(self, domain: str, token_ids: list[int], screen_size: tuple[int, int]) -> tuple[int, Click]:
+        """The grid cell the first sampled token picks and the click at its centre."""
+        grid = self.click_grid[domain]
+        if not token_ids:
+            raise ValueError("the engine sampled no token; a click needs one")
+        cell = token_ids[0] % (grid[0] * grid[1])
+        x, y = grid_point(cell, grid, screen_size)
+        return cell, Click(x=x, y=y)
+
     async def act(self, observation: Observation) -> AgentStep:
+        if self.decided:  # one decision per episode: the click did not end it, so it ends unsolved
+            return AgentStep(Done(success=False), text="done()", extra={"after_decision": True})
         [gen] = await self.engine.agenerate([GenerationRequest(self.prompt(observation), self.sampling)])
+        self.decided = True
+        common = dict(text=gen.text, prompt_token_ids=gen.prompt_token_ids, response_token_ids=gen.response_token_ids,
+                      logprobs=gen.response_logprobs, policy_version=gen.policy_version)
+        if observation.domain in self.click_grid:
+            cell, action = self.click(observation.domain, list(gen.response_token_ids or []), observation.screen_size)
+            return AgentStep(action, **common, extra={"cell": cell})
         answer = self.answer(gen.text, observation.domain, gen.response_token_ids)
-        return AgentStep(Done(answer=answer), text=gen.text, prompt_token_ids=gen.prompt_token_ids,
-                         response_token_ids=gen.response_token_ids, logprobs=gen.response_logprobs,
-                         policy_version=gen.policy_version, extra={"answer": answer})
+        return AgentStep(Done(answer=answer), **common, extra={"answer": answer})

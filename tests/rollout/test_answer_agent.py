@@ -1,10 +1,35 @@
+import asyncio
+
+import numpy as np
 import pytest
 
-from mintgym.rollout.answer_agent import AnswerAgent
+from mintgym.action_spaces import Click, Done
+from mintgym.inference import Generation
+from mintgym.rollout.answer_agent import AnswerAgent, grid_point
+from mintgym.types import Observation
 
 
 class _NoEngine:
     policy_version = 0
+
+
+class _OneToken:
+    """Samples a fixed token id, counting calls (a stand-in engine: the agent only maps what it gets)."""
+
+    policy_version = 3
+
+    def __init__(self, token: int):
+        self.token, self.calls = token, 0
+
+    async def agenerate(self, requests):
+        self.calls += 1
+        return [Generation(text="x", prompt_token_ids=[1, 2], response_token_ids=[self.token],
+                           response_logprobs=[-0.5], policy_version=3, finish_reason="length") for _ in requests]
+
+
+def _obs(domain: str, width: int = 160, height: int = 210) -> Observation:
+    return Observation(screenshot=np.zeros((height, width, 3), np.uint8), instruction="Click it.", domain=domain,
+                       step=0, frame_id="f0")
 
 
 def test_answer_mapping_digit_and_modulo():
@@ -16,3 +41,42 @@ def test_answer_mapping_digit_and_modulo():
     assert modulo.answer("x", "null", [7]) == "ok" and modulo.answer("x", "null", [9]) == "no"
     with pytest.raises(ValueError, match="pick"):
         AnswerAgent(_NoEngine(), pick="argmax")
+
+
+def test_grid_points_are_cell_centres_row_major():
+    assert grid_point(0, (4, 5), (160, 210)) == (20, 21)
+    assert grid_point(3, (4, 5), (160, 210)) == (140, 21)
+    assert grid_point(4, (4, 5), (160, 210)) == (20, 63)
+    assert grid_point(19, (4, 5), (160, 210)) == (140, 189)
+    with pytest.raises(ValueError, match="outside"):
+        grid_point(20, (4, 5), (160, 210))
+
+
+def test_click_grid_maps_token_modulo_cells_and_validates():
+    agent = AnswerAgent(_NoEngine(), click_grid={"web": [4, 5]}, pick="modulo")
+    assert agent.click("web", [10], (160, 210)) == (10, Click(x=100, y=105))
+    assert agent.click("web", [30], (160, 210))[0] == 10  # 30 mod 20
+    with pytest.raises(ValueError, match="cols, rows"):
+        AnswerAgent(_NoEngine(), click_grid={"web": [4]})
+    with pytest.raises(ValueError, match="both choices and a click_grid"):
+        AnswerAgent(_NoEngine(), choices={"web": ["a"]}, click_grid={"web": [2, 2]})
+
+
+def test_one_decision_per_episode_then_done_without_a_model_call():
+    engine = _OneToken(token=27)
+    agent = AnswerAgent(engine, click_grid={"web": [4, 5]}, choices={"pytool": ["0", "1", "2"]}, pick="modulo")
+
+    async def play():
+        await agent.start(None)
+        first = await agent.act(_obs("web"))
+        second = await agent.act(_obs("web"))
+        await agent.start(None)
+        answer = await agent.act(_obs("pytool"))
+        return first, second, answer
+
+    first, second, answer = asyncio.run(play())
+    assert first.action == Click(x=140, y=63) and first.extra["cell"] == 7  # 27 mod 20: column 3, row 1
+    assert first.response_token_ids == [27] and first.logprobs == [-0.5] and first.policy_version == 3
+    assert isinstance(second.action, Done) and second.action.success is False and second.response_token_ids is None
+    assert answer.action == Done(answer="0") and answer.extra["answer"] == "0"  # 27 mod 3
+    assert engine.calls == 2
