@@ -66,7 +66,6 @@ class Stats:
         self.sessions_created = 0
         self.reopen_seconds: list[float] = []
 
-
     def fail(self, reason: str, err: Exception) -> None:
         self.failure_reasons[reason] += 1
         self.failure_examples.setdefault(reason, str(err)[:300])
@@ -76,7 +75,7 @@ class Clock:
     """The run's end, set once every session is open (or the warm-up budget is spent)."""
 
     deadline = float("inf")
-    client_timeout = 180.0
+    client_timeout = 180.0  # run() sets it from --request-timeout
 
 
 async def open_session(client: AsyncEnvClient, tasks: list[str], rng: random.Random, stats: Stats,

@@ -18,7 +18,7 @@ import statistics
 import time
 
 import mintgym
-from mintgym.allocator import tune_malloc
+from mintgym.allocator import keep_default_malloc, tune_malloc
 from mintgym.env import registration
 from mintgym.env.episode import Episode
 from mintgym.runtime.make import provider
@@ -83,9 +83,10 @@ def main() -> None:
     parser.add_argument("--default-malloc", action="store_true",
                         help="leave this process's allocator at glibc's defaults (the server always tunes its own)")
     args = parser.parse_args()
-    if not args.default_malloc:
-        tuning = tune_malloc()  # both sides of the comparison, in-process and client, run in this process
-        print(f"malloc tuning in this process: {tuning.applied or tuning.reason}")
+    if args.default_malloc:
+        keep_default_malloc()  # else mintgym.make would tune this process anyway
+    tuning = tune_malloc()  # both sides of the comparison, in-process and client, run in this process
+    print(f"malloc tuning in this process: {tuning.applied or tuning.reason}")
     rows = []
     for domain, (task_id, action) in CASES.items():
         if task_id is None:

@@ -5,9 +5,10 @@ defaults each free beyond the dynamic trim threshold returns the memory to the k
 page-faults it back in: measured here, that made a pytool step 7.4 ms in a server instead of 2.9 ms,
 and a raw frame's trip through server and client about 1 ms slower on each side. :func:`tune_malloc`
 raises the mmap threshold to 32 MiB and the trim threshold to 64 MiB (so up to 64 MiB of freed heap
-per arena stays mapped), once per process. The env server calls it at start-up; rollout, evaluation
-and training entry points call it too. A value given through ``MALLOC_MMAP_THRESHOLD_`` or
-``MALLOC_TRIM_THRESHOLD_`` wins; off glibc (musl, macOS) nothing happens.
+per arena stays mapped), once per process. The env server calls it at start-up, and so do the
+``mintgym`` CLI and :func:`mintgym.make`. A value given through ``MALLOC_MMAP_THRESHOLD_`` or
+``MALLOC_TRIM_THRESHOLD_`` wins; off glibc (musl, macOS) nothing happens; :func:`keep_default_malloc`
+makes later calls in this process leave the allocator alone (for measuring the difference).
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ class MallocTuning:
 
 
 _done: MallocTuning | None = None
+
+
+def keep_default_malloc() -> None:
+    """Leave this process's allocator at glibc's defaults: later :func:`tune_malloc` calls do nothing."""
+    global _done
+    if _done is None:
+        _done = MallocTuning({}, "left at glibc's defaults on request")
 
 
 def tune_malloc() -> MallocTuning:

@@ -66,7 +66,6 @@ class EnvClient(gym.Env):
         follow_screen(self, obs.screen_size)
         return observation_to_dict(obs, self.side_channels), gym_info(meta.info)
 
-
     def step(self, action: str | ActionModel | dict):
         resp = self._post(f"/v1/sessions/{self.session_id}/step", protocol.step_body(action, self.encoding))
         obs, meta = protocol.decode_frame(resp)

@@ -52,7 +52,6 @@ class InProcessEnv(gym.Env):
         follow_screen(self, obs.screen_size)
         return observation_to_dict(obs, self.side_channels), gym_info(info)
 
-
     def step(self, action: str | ActionModel | dict):
         parse_error = None
         if isinstance(action, str):

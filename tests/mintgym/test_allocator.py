@@ -57,3 +57,11 @@ def test_tuning_stops_page_faulting_every_frame_back_in():
 def test_an_explicit_environment_setting_wins():
     result = probe("tuned", MALLOC_TRIM_THRESHOLD_="131072")
     assert set(result["applied"]) == {"MALLOC_MMAP_THRESHOLD_"}
+
+
+def test_keep_default_malloc_makes_tuning_a_no_op():
+    out = subprocess.run([sys.executable, "-c", "from mintgym.allocator import keep_default_malloc, tune_malloc\n"
+                          "keep_default_malloc(); print(tune_malloc().applied)"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{}"
