@@ -8,7 +8,7 @@ async mode at each ``--lags`` value it runs ``--steps`` trainer steps and report
 steps/s over the steps after the first (warm-up), then the async/sync ratio.
 
     .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, about 6 minutes here
-    .venv/bin/python benchmarks/async_vs_sync.py --lag-study     # final quickstart reward per (max_lag, correction); long
+    .venv/bin/python benchmarks/async_vs_sync.py --lag-study     # final reward per (lag, correction); ~40 min
 
 Numbers depend on the machine; on a shared 2-core box run nothing else meanwhile.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -29,7 +30,7 @@ def base_config(steps: int) -> dict:
     import yaml
 
     cfg = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
-    cfg["train"].update({"steps": steps, "checkpoint_every": 0})
+    cfg["train"].update({"steps": steps, "checkpoint_every": 0, "eval_groups": 0})
     return cfg
 
 
@@ -66,6 +67,10 @@ def throughput(args) -> list[dict]:
 
 
 def lag_study(args) -> list[dict]:
+    """Every sample at exactly lag L: ``max_lag`` L and ``publish_delay`` L (the samplers get the weights
+    of L versions ago), so the bound is reached by every batch, not only in a straggler's tail. The final
+    reward is the final weights' own (``eval_groups`` groups per task after the last step), since with
+    delayed weights the last batches' rewards are those of weights L versions older."""
     from mintgym.trainer.config import RunConfig
     from mintgym.trainer.train import train
 
@@ -73,31 +78,52 @@ def lag_study(args) -> list[dict]:
     for correction in args.corrections:
         for lag in args.study_lags:
             raw = base_config(args.study_steps)
-            raw["train"].update({"mode": "async", "max_lag": lag, "correction": correction,
-                                 "mismatch_snapshots": 0})
-            raw["rollout"]["groups_in_flight"] = max(raw["rollout"]["groups_in_flight"], min(lag, 4) + 4)
-            with tempfile.TemporaryDirectory(prefix="mintgym-lag-") as out:
+            raw["train"].update({"mode": "async", "max_lag": lag, "publish_delay": lag, "correction": correction,
+                                 "mismatch_snapshots": 0, "eval_groups": args.eval_groups, "seed": args.seed})
+            if args.keep:
+                out = args.keep / f"{correction}-lag{lag}"
+                shutil.rmtree(out, ignore_errors=True)
                 result = train(RunConfig.from_dict(raw), out, log=lambda s: None)
+            else:
+                with tempfile.TemporaryDirectory(prefix="mintgym-lag-") as out:
+                    result = train(RunConfig.from_dict(raw), out, log=lambda s: None)
+            final = result.final_eval["domains"]
+            batches = {d: (_domain_mean(result.history[:5], d), _domain_mean(result.history[-5:], d)) for d in final}
             row = {"correction": correction, "max_lag": lag, "first": result.mean_reward(True, 5),
-                   "final": result.mean_reward(False, 5),
-                   "mean_lag": statistics.mean(m["lag/mean"] for m in result.history)}
+                   "last_batches": result.mean_reward(False, 5), "batches_per_domain": batches,
+                   "final": {d: v["mean_reward"] for d, v in final.items()},
+                   "final_episodes": {d: v["episodes"] for d, v in final.items()},
+                   "mean_lag": statistics.mean(m["lag/mean"] for m in result.history),
+                   "max_ratio": max(m.get("is/ratio_max", float("nan")) for m in result.history),
+                   "seconds": result.seconds}
             rows.append(row)
-            print(f"{correction:20s} max_lag={lag:3d} reward first 5 steps {row['first']:.3f} -> last 5 steps "
-                  f"{row['final']:.3f} (mean lag {row['mean_lag']:.2f})", flush=True)
+            finals = " ".join(f"{d} {r:.2f}" for d, r in row["final"].items())
+            seen = " ".join(f"{d} {a:.2f}->{b:.2f}" for d, (a, b) in batches.items())
+            print(f"{correction:20s} lag={lag:3d}  final weights: {finals}  (batches, first 5 -> last 5: {seen}; "
+                  f"mean lag {row['mean_lag']:.1f}; max IS ratio {row['max_ratio']:.2f}; {row['seconds']:.0f} s)",
+                  flush=True)
     return rows
+
+
+def _domain_mean(history: list[dict], domain: str) -> float:
+    values = [m[f"reward/{domain}"] for m in history if f"reward/{domain}" in m]
+    return statistics.mean(values) if values else float("nan")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--lags", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--lags", type=int, nargs="+", default=[1, 2, 4, 16])
     parser.add_argument("--step-seconds", type=float, default=2.0)
     parser.add_argument("--step-sigma", type=float, default=0.5)
     parser.add_argument("--groups-in-flight", type=int, default=8)
     parser.add_argument("--lag-study", action="store_true")
     parser.add_argument("--study-lags", type=int, nargs="+", default=[0, 4, 16, 64])
     parser.add_argument("--corrections", nargs="+", default=["unclipped_token_is", "none"])
-    parser.add_argument("--study-steps", type=int, default=50)
+    parser.add_argument("--study-steps", type=int, default=48)
+    parser.add_argument("--eval-groups", type=int, default=4, help="lag study: groups per task played by the final weights")
+    parser.add_argument("--seed", type=int, default=0, help="lag study: train.seed")
+    parser.add_argument("--keep", type=Path, help="lag study: keep each run's folder (logs, curve) under here")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
     import ray

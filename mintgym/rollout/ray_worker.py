@@ -45,6 +45,8 @@ class WorkerSpec:
     tasks: list[tuple[str, list[int] | None, str]]
     #: Env server URLs per domain; worker i uses ``urls[i % len(urls)]``.
     env_urls: dict[str, list[str]]
+    #: Options of the env sessions per domain (``EnvConfig.session_options``).
+    session_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     engine: str = "hf"
     engine_options: dict[str, Any] = field(default_factory=dict)
     agent: str = "answer"
@@ -200,7 +202,7 @@ class RolloutWorker:
         for domain, urls in self.spec.env_urls.items():
             client = AsyncEnvClient(urls[self.spec.worker_id % len(urls)], encoding="raw")
             self.clients.append(client)
-            self.pools[domain] = await EnvPool(client, size).start()
+            self.pools[domain] = await EnvPool(client, size, env_options=self.spec.session_options.get(domain)).start()
         await self.buffer.register_worker.remote(self.spec.worker_id)
         await self.refresh_weights()
         self._ready = True
@@ -264,6 +266,29 @@ class RolloutWorker:
         """Load the newest weights now (sync mode) and return the version in use."""
         await self._setup()
         return await self.refresh_weights()
+
+    async def evaluate(self, groups_per_task: int, share: tuple[int, int] = (0, 1)) -> list[dict[str, Any]]:
+        """Play groups of every task with the newest weights, not pushed to the buffer: group k of a task
+        (k < ``groups_per_task``, taken when ``k % share[1] == share[0]``) uses its ``k``-th seed in
+        turn. Returns per group the task, domain, seed, weights version, rewards and failed episodes."""
+        await self._setup()
+        await self.refresh_weights()
+        tasks = list({task_id: (task_id, seeds, domain) for task_id, seeds, domain in self.spec.tasks}.values())
+        slots = asyncio.Semaphore(self.spec.groups_in_flight)
+
+        async def group(task_id: str, seeds: list[int] | None, domain: str, k: int) -> dict[str, Any]:
+            seed = seeds[k % len(seeds)] if seeds else self._rng.randrange(2**31)
+            group_id = f"eval-{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
+            async with slots:
+                samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i)
+                                                 for i in range(self.spec.group_size)), return_exceptions=True)
+            good = [s for s in samples if isinstance(s, Sample)]
+            return {"task_id": task_id, "domain": domain, "seed": seed, "version": self.version,
+                    "rewards": [s.reward for s in good], "errors": len(samples) - len(good)}
+
+        index, workers = share
+        return list(await asyncio.gather(*(group(*task, k) for task in tasks for k in range(groups_per_task)
+                                           if k % workers == index)))
 
     async def _one_group(self) -> None:
         while True:

@@ -61,6 +61,9 @@ class EnvConfig:
     servers: int = 1
     #: Host options passed to each server (``mintgym serve --host-options``).
     host_options: dict[str, Any] = field(default_factory=dict)
+    #: Options of every env session the workers open on this domain (the session's ``env_options``:
+    #: web's ``miniwob_time_limit_ms``, ``viewport`` ...); the server validates them when a worker starts.
+    session_options: dict[str, Any] = field(default_factory=dict)
     #: Use these running servers instead of starting any.
     urls: list[str] = field(default_factory=list)
 
@@ -146,6 +149,12 @@ class TrainConfig:
     #: Keep this many past weight versions to measure the mismatch of lagged turns too (one extra
     #: no-grad forward per lagged sequence; 0: measure lag-0 turns only).
     mismatch_snapshots: int = 0
+    #: Lag studies: publish the weights of this many versions ago, so every sample lags the trainer by
+    #: at least this much (async only, <= ``max_lag``; the run holds that many past weight copies).
+    publish_delay: int = 0
+    #: After the last step, play this many groups of every task with the final weights (not trained
+    #: on) and write their mean reward per domain to ``final_eval.json`` (0: no evaluation).
+    eval_groups: int = 0
     #: Seed of torch and the task streams.
     seed: int = 0
 
@@ -183,6 +192,15 @@ class RunConfig:
                              f"not domains of the tasks ({self.domains})")
         if self.rollout.group_size < 2:
             raise ValueError("group_size must be >= 2: advantages are relative to the group")
+        train = self.train
+        if train.publish_delay < 0 or train.eval_groups < 0:
+            raise ValueError(f"train.publish_delay and train.eval_groups must be >= 0, got "
+                             f"{train.publish_delay} and {train.eval_groups}")
+        if train.publish_delay and train.mode == "sync":
+            raise ValueError("train.publish_delay needs mode: async (sync mode trains on the current weights only)")
+        if train.max_lag is not None and train.publish_delay > train.max_lag:
+            raise ValueError(f"train.publish_delay {train.publish_delay} > max_lag {train.max_lag}: every sample "
+                             "would lag more than max_lag, so admission would refuse all of them")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunConfig":

@@ -132,7 +132,7 @@ class Learner:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total_tokens = sum(len(r[0].response_token_ids) for r in rows)
-        loss_sum, ratio_means, changed, trainer_lp, sampler_lp, keys = 0.0, [], [], [], [], []
+        loss_sum, ratio_means, ratio_max, changed, trainer_lp, sampler_lp, keys = 0.0, [], [], [], [], [], []
         for start in range(0, len(rows), cfg.micro_batch):
             chunk = rows[start:start + cfg.micro_batch]
             seqs = [self.sequence_input(turn, f"sequence {start + i}") for i, (turn, *_rest) in enumerate(chunk)]
@@ -145,6 +145,7 @@ class Learner:
             out.loss.backward()
             loss_sum += out.loss.item()
             ratio_means.append(out.metrics["ratio_mean"] * float(mask.sum()))
+            ratio_max.append(out.metrics["ratio_max"])
             changed.append(out.metrics["changed_fraction"] * float(mask.sum()))
             for r, l in zip(chunk, lps):
                 if r[3] == 0:  # same weights: the mismatch, apart from lag
@@ -163,6 +164,7 @@ class Learner:
         self._remember()
         metrics.update({"loss": loss_sum, "grad_norm": float(grad_norm), "tokens": float(total_tokens),
                         "sequences": float(len(rows)), "is/ratio_mean": sum(ratio_means) / total_tokens,
+                        "is/ratio_max": max(ratio_max),
                         "is/changed_fraction": sum(changed) / total_tokens})
         metrics.update(mismatch_metrics(trainer_lp, sampler_lp, keys))
         metrics["mismatch/sequences"] = float(len(trainer_lp))

@@ -8,13 +8,43 @@ from pathlib import Path
 
 
 class RunLogger:
-    def __init__(self, out: Path, domains: list[str]):
+    """Logs of a run that starts (or resumes) after ``start_step``.
+
+    Steps logged after ``start_step`` by an earlier call (a run interrupted past its last checkpoint) were
+    rolled back with the weights: their ``metrics.jsonl`` rows move to ``metrics.rolled_back.jsonl`` and
+    TensorBoard purges their events, so each step appears once in the logs and the curve.
+    """
+
+    def __init__(self, out: Path, domains: list[str], start_step: int = 0):
         from torch.utils.tensorboard import SummaryWriter
 
         self.out = Path(out)
         self.domains = domains
-        self.tb = SummaryWriter(str(self.out / "tb"))
+        self.rolled_back = self._roll_back(start_step)
+        self.tb = SummaryWriter(str(self.out / "tb"), purge_step=start_step + 1 if self.rolled_back else None)
         self.jsonl = open(self.out / "metrics.jsonl", "a")
+
+    def _roll_back(self, start_step: int) -> int:
+        """Move rows of steps after ``start_step`` (and unreadable rows) out of ``metrics.jsonl``."""
+        path = self.out / "metrics.jsonl"
+        if not path.exists():
+            return 0
+        keep, moved = [], []
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            try:
+                step = int(json.loads(line)["step"])
+            except (ValueError, KeyError, TypeError):
+                step = None  # e.g. a row cut short by a kill mid-write: kept aside, not parsed
+            (keep if step is not None and step <= start_step else moved).append(line)
+        if moved:
+            with open(self.out / "metrics.rolled_back.jsonl", "a") as f:
+                f.write("".join(line + "\n" for line in moved))
+            tmp = path.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(line + "\n" for line in keep))
+            tmp.replace(path)
+        return len(moved)
 
     def write(self, step: int, metrics: dict[str, float]) -> None:
         for k, v in metrics.items():

@@ -37,11 +37,15 @@ from mintgym.weights.base import WeightSyncTimeout
 class RunResult:
     out_dir: Path
     steps: int
+    #: The checkpoint step this call resumed from (0: a fresh run).
+    resumed_from: int = 0
     #: Metrics of every step of this process (resumed runs: from the resume on).
     history: list[dict[str, float]] = field(default_factory=list)
     buffer: dict[str, Any] = field(default_factory=dict)
     worker_restarts: int = 0
     seconds: float = 0.0
+    #: ``train.eval_groups``: the final weights' rewards per domain (see ``_Run.evaluate``).
+    final_eval: dict[str, Any] | None = None
 
     def mean_reward(self, first: bool, k: int = 3) -> float:
         rows = [h["reward/mean"] for h in self.history if not math.isnan(h.get("reward/mean", math.nan))]
@@ -117,6 +121,9 @@ class _Run:
             ray.get(self.buffer.load_state_dict.remote(state["buffer"]))
             log(f"resumed from {resume} at step {self.step} (version {self.learner.version})")
         self.weights.send(self.learner.version, self.learner.state_dict())
+        self.published = self.learner.version
+        #: Versions trained but not yet published (``publish_delay``), oldest first.
+        self.held: list[tuple[int, dict[str, torch.Tensor]]] = []
         ro = cfg.rollout
         actor = ray.remote(RolloutWorker).options(max_restarts=ro.max_restarts, max_task_retries=0,
                                                   num_cpus=ro.worker_num_cpus, num_gpus=ro.worker_num_gpus,
@@ -124,7 +131,9 @@ class _Run:
         self.workers = []
         for i in range(ro.workers):
             spec = WorkerSpec(worker_id=i, model_path=self.model_path, tasks=[(t.id, t.seeds, t.domain) for t in cfg.tasks for _ in range(t.weight)],
-                              env_urls=self.env_urls, engine=cfg.engine.name, engine_options=cfg.engine.options,
+                              env_urls=self.env_urls,
+                              session_options={d: cfg.env_for(d).session_options for d in cfg.domains},
+                              engine=cfg.engine.name, engine_options=cfg.engine.options,
                               agent=cfg.agent.kind, agent_options=cfg.agent.options, max_turns=cfg.agent.max_turns,
                               group_size=ro.group_size, groups_in_flight=ro.groups_in_flight,
                               temperature=ro.temperature, max_new_tokens=ro.max_new_tokens,
@@ -178,9 +187,22 @@ class _Run:
 
     # -- weights --------------------------------------------------------------------------------------
 
-    def publish(self) -> None:
-        version = self.learner.version
-        self.weights.send(version, self.learner.state_dict())
+    def publish(self, final: bool = False) -> None:
+        """Send the weights to the engines: the current ones, or with ``publish_delay`` those of that many
+        versions ago (``final``: the current ones regardless, for the final evaluation)."""
+        version, state = self.learner.version, self.learner.state_dict()
+        delay = self.cfg.train.publish_delay
+        if delay and not final:
+            self.held.append((version, {k: v.clone() for k, v in state.items()}))
+            due = [h for h in self.held if h[0] <= version - delay]
+            if not due:
+                return
+            version, state = due[-1]
+            self.held = [h for h in self.held if h[0] > version]
+        if version <= self.published:
+            return
+        self.weights.send(version, state)
+        self.published = version
         self.pending_syncs.append((version, time.monotonic()))
 
     def check_syncs(self, wait: bool) -> None:
@@ -224,6 +246,29 @@ class _Run:
 
     # -- end ------------------------------------------------------------------------------------------
 
+    def evaluate(self, groups_per_task: int) -> dict[str, Any]:
+        """Stop the async play, give every worker the final weights, play ``groups_per_task`` groups of
+        every task with them (not trained on) and sum up the rewards per domain."""
+        import ray
+
+        for w in self.workers:
+            w.stop.remote()
+        if self.run_refs:
+            ray.wait(list(self.run_refs.values()), num_returns=len(self.run_refs),
+                     timeout=self.cfg.rollout.episode_timeout + 60)
+        self.publish(final=True)
+        self.check_syncs(wait=True)
+        n = len(self.workers)
+        parts = ray.get([w.evaluate.remote(groups_per_task, (i, n)) for i, w in enumerate(self.workers)])
+        groups = [g for part in parts for g in part]
+        domains: dict[str, dict[str, float]] = {}
+        for d in self.cfg.domains:
+            rewards = [r for g in groups if g["domain"] == d for r in g["rewards"]]
+            domains[d] = {"mean_reward": sum(rewards) / len(rewards) if rewards else math.nan,
+                          "episodes": len(rewards),
+                          "failed_episodes": sum(g["errors"] for g in groups if g["domain"] == d)}
+        return {"version": self.learner.version, "domains": domains, "groups": groups}
+
     def checkpoint(self) -> Path:
         import ray
 
@@ -231,21 +276,34 @@ class _Run:
         return save_checkpoint(self.out, self.step, self.learner.model, self.learner.optimizer,
                                {"version": self.learner.version, "buffer": buffer_state})
 
-    def close(self) -> None:
+    def close(self, fast: bool = False) -> None:
+        """Stop workers, buffer and env servers. ``fast`` (after Ctrl-C): kill the workers without closing
+        their env sessions (the servers started here go anyway) and give the servers 2 s, not 10; a
+        further Ctrl-C meanwhile is ignored so that no server is left behind."""
+        import signal
+        import threading
+
         import ray
 
-        for w in self.workers:
-            try:
-                w.stop.remote()
-                ray.get(w.close.remote(), timeout=20)
-            except Exception:  # the worker may be dead already; killing it below is what matters
-                pass
-            ray.kill(w, no_restart=True)
-        ray.kill(self.buffer, no_restart=True)
-        for h in self.handles:
-            self.provider.stop(h)
-        if self._own_ray:
-            ray.shutdown()
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if fast and main else None
+        try:
+            for w in self.workers:
+                if not fast:
+                    try:
+                        w.stop.remote()
+                        ray.get(w.close.remote(), timeout=20)
+                    except Exception:  # the worker may be dead already; killing it below is what matters
+                        pass
+                ray.kill(w, no_restart=True)
+            ray.kill(self.buffer, no_restart=True)
+            for h in self.handles:
+                self.provider.stop(h, grace=2.0 if fast else 10.0)
+            if self._own_ray:
+                ray.shutdown()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
 
 
 # -- the loop ------------------------------------------------------------------------------------------
@@ -262,9 +320,13 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     t_start = time.monotonic()
     run = _Run(cfg, out, log)
-    logger = RunLogger(out, cfg.domains)
-    result = RunResult(out, run.step)
+    logger = RunLogger(out, cfg.domains, start_step=run.step)
+    if logger.rolled_back:
+        log(f"{logger.rolled_back} metrics rows past step {run.step} (not checkpointed) moved to "
+            "metrics.rolled_back.jsonl")
+    result = RunResult(out, run.step, resumed_from=run.step)
     tc = cfg.train
+    interrupted = False
     try:
         if tc.mode == "async":
             run.start_workers()
@@ -309,9 +371,21 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
         result.steps = run.step
         result.buffer = ray.get(run.buffer.stats.remote())
         result.worker_restarts = run.restarts
+        if tc.eval_groups:
+            result.final_eval = run.evaluate(tc.eval_groups)
+            (out / "final_eval.json").write_text(json.dumps(result.final_eval, indent=2))
+            log(f"final eval of version {result.final_eval['version']}: " + ", ".join(
+                f"{d} {v['mean_reward']:.2f} ({v['episodes']} episodes)"
+                for d, v in result.final_eval["domains"].items()))
+    except KeyboardInterrupt:
+        interrupted = True
+        last = latest_checkpoint(out)
+        log(f"interrupted at step {run.step}: stopping workers and env servers; "
+            + (f"run again with the same --out to resume from {last.name}" if last else "no checkpoint yet"))
+        raise
     finally:
         logger.close()
-        run.close()
+        run.close(fast=interrupted)
     logger.plot(out / "reward_curve.png")
     result.seconds = time.monotonic() - t_start
     return result

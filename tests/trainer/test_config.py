@@ -43,3 +43,28 @@ def test_quickstart_agent_clicks_on_web_and_answers_on_pytool():
     agent = make_episode_agent(spec, engine=None)
     assert agent.click_grid == {"web": (4, 5)} and len(agent.choices["pytool"]) == 10
     assert agent.sampling.max_new_tokens == 1
+
+
+def test_publish_delay_is_checked_against_max_lag_and_mode():
+    base = {"model": {"path": "/m"}, "tasks": [{"id": "null/echo"}]}
+    with pytest.raises(ValueError, match="publish_delay 5 > max_lag 4"):
+        RunConfig.from_dict({**base, "train": {"publish_delay": 5, "max_lag": 4}})
+    with pytest.raises(ValueError, match="publish_delay needs mode: async"):
+        RunConfig.from_dict({**base, "train": {"publish_delay": 1, "mode": "sync"}})
+    with pytest.raises(ValueError, match="must be >= 0"):
+        RunConfig.from_dict({**base, "train": {"eval_groups": -1}})
+    assert RunConfig.from_dict({**base, "train": {"publish_delay": 4, "max_lag": 4}}).train.publish_delay == 4
+
+
+def test_train_command_overrides_are_validated_like_the_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from mintgym.cli import app
+
+    recipe = tmp_path / "run.yaml"
+    recipe.write_text("model: {path: /nowhere}\ntasks: [{id: null/echo}]\ntrain: {publish_delay: 2, max_lag: 2}\n")
+    result = CliRunner().invoke(app, ["train", "--config", str(recipe), "--out", str(tmp_path / "out"),
+                                      "--mode", "sync"])
+    assert result.exit_code != 0
+    assert "publish_delay needs mode: async" in str(result.exception)
+    assert not (tmp_path / "out").exists()  # refused before anything started

@@ -47,6 +47,7 @@ def test_sync_mode_trains_at_lag_zero_with_exact_zero_mismatch(model_path, tmp_p
         assert m["lag/max"] == 0 and m["samples"] == 8
         assert m["mismatch/sequences"] == 8
         assert m["mismatch/kl_mean"] == 0.0 and m["mismatch/max_abs"] == 0.0
+        assert m["is/ratio_max"] == 1.0  # same weights, aligned logprobs: every token's ratio is exactly 1
     counts = result.buffer["counts"]
     assert counts["consumed"] == 4 and counts["pushed"] == 4 and counts["lost"] == 0
     assert (tmp_path / "reward_curve.png").stat().st_size > 0
@@ -61,7 +62,8 @@ def test_async_resume_keeps_step_count_and_accounting(model_path, tmp_path):
     assert saved["step"] == 2 and saved["buffer"]["counts"]["consumed"] == 4
     logs = []
     second = train(cfg, tmp_path, log=logs.append)
-    assert second.steps == 4 and any("resumed" in line and "step 2" in line for line in logs)
+    assert second.steps == 4 and second.resumed_from == 2
+    assert any("resumed" in line and "step 2" in line for line in logs)
     counts = second.buffer["counts"]
     assert counts["consumed"] == 8  # 2 steps before the kill + 2 after, nothing counted twice
     assert counts["lost_on_resume"] == saved["buffer"]["queued"] + saved["buffer"]["reserved"]
@@ -95,3 +97,53 @@ def test_dead_worker_is_restarted_and_its_episodes_counted_lost(model_path, tmp_
 def test_sync_timeout_names_who_was_behind(model_path, tmp_path):
     with pytest.raises(WeightSyncTimeout, match=r"version 1 not loaded.*worker 0 still at version 0"):
         train(config(model_path, mode="sync", sync_timeout=0.001), tmp_path, log=lambda s: None)
+
+
+def test_publish_delay_holds_every_sample_back_and_eval_plays_the_final_weights(model_path, tmp_path):
+    cfg = config(model_path, mode="async", steps=4, max_lag=3, publish_delay=2, eval_groups=3,
+                 checkpoint_every=0)
+    result = train(cfg, tmp_path, log=lambda s: None)
+    assert result.steps == 4
+    for step, metrics in enumerate(result.history):  # trained at version ``step``
+        lags = [int(k.rsplit("/", 1)[1]) for k in metrics if k.startswith("lag/hist/")]
+        assert lags and min(lags) >= min(step, 2), (step, lags)
+        assert max(lags) <= 3
+    final = result.final_eval
+    assert final["version"] == 4 and all(g["version"] == 4 for g in final["groups"])
+    assert sorted(g["seed"] for g in final["groups"]) == [0, 0, 1]  # the task's seeds in turn
+    echo = final["domains"]["null"]
+    assert echo["episodes"] + echo["failed_episodes"] == 3 * 4
+    assert 0.0 <= echo["mean_reward"] <= 1.0
+    assert json.loads((tmp_path / "final_eval.json").read_text())["version"] == 4
+
+
+def test_ctrl_c_stops_the_env_servers_and_says_how_to_resume(model_path, tmp_path):
+    import httpx
+
+    seen = {}
+
+    def interrupt(run, metrics):
+        seen["urls"] = [h.base_url for h in run.handles]
+        assert all(httpx.get(f"{url}/v1/health", timeout=5).status_code == 200 for url in seen["urls"])
+        raise KeyboardInterrupt
+
+    logs = []
+    with pytest.raises(KeyboardInterrupt):
+        train(config(model_path, mode="async", steps=3, max_lag=1), tmp_path, log=logs.append, after_step=interrupt)
+    assert any("interrupted at step 1" in line and "resume from step-000001" in line for line in logs), logs
+    assert seen["urls"]
+    for url in seen["urls"]:  # the env server this run started is gone
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/v1/health", timeout=2)
+
+
+def test_session_options_reach_the_env_sessions_and_bad_ones_fail_by_name(model_path, tmp_path):
+    def with_sessions(options):
+        data = config(model_path, mode="sync", steps=1, checkpoint_every=0).to_dict()
+        data["envs"] = [{"domain": "null", "session_options": options}]
+        return RunConfig.from_dict(data)
+
+    with pytest.raises(Exception, match="colour"):
+        train(with_sessions({"colour": "red"}), tmp_path / "bad", log=lambda s: None)
+    result = train(with_sessions({"width": 64, "height": 48}), tmp_path / "ok", log=lambda s: None)
+    assert result.steps == 1
