@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from mintgym.allocator import tune_malloc
 from mintgym.buffer.types import Group, Sample, Turn
 from mintgym.inference import Generation, GenerationRequest, InferenceEngine, make_engine
 from mintgym.policy import Agent, AgentContext, AgentStep
@@ -167,6 +168,8 @@ class RolloutWorker:
     """The actor body (``ray.remote(RolloutWorker)`` at the call site); see the module docstring."""
 
     def __init__(self, spec: WorkerSpec, buffer: Any, weights: Any):
+        #: A worker moves a screenshot per env step: keep freed frame buffers mapped (mintgym.allocator).
+        self.malloc = tune_malloc()
         self.spec = spec
         self.buffer = buffer
         self.weights = weights
@@ -260,7 +263,7 @@ class RolloutWorker:
 
     def status(self) -> dict[str, Any]:
         return {"worker_id": self.spec.worker_id, "version": self.version, "in_flight": self.in_flight,
-                **self.stats}
+                "malloc": self.malloc.applied, **self.stats}
 
     async def sync_weights(self) -> int:
         """Load the newest weights now (sync mode) and return the version in use."""

@@ -97,3 +97,19 @@ async def test_pushed_images_outlive_the_worker_that_made_them(setup, tmp_path):
             assert ray.get(ref, timeout=30).shape == (112, 112, 3)
     finally:
         ray.kill(buffer)
+
+
+def test_a_worker_actor_tunes_its_own_allocator(setup, tmp_path):
+    from mintgym.allocator import MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES
+
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]})
+    actor = ray.remote(RolloutWorker).options(num_cpus=0).remote(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+    try:
+        status = ray.get(actor.status.remote(), timeout=60)
+        assert status["malloc"] == {"MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD_BYTES,
+                                    "MALLOC_TRIM_THRESHOLD_": TRIM_THRESHOLD_BYTES}
+    finally:
+        ray.kill(actor)
+        ray.kill(buffer)
