@@ -8,21 +8,62 @@ settings writer would otherwise overwrite the edit on exit.
 
 from __future__ import annotations
 
+import json
 from typing import AsyncIterator, Callable
 
 from mintgym.action_spaces import ActionModel, Click, Key, Wait
 from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.environments.desktop.scripting import terminal
+from mintgym.evals.osworld.getters import CHROME_PREFS
 
 Oracle = Callable[[DesktopEnvironment], AsyncIterator[ActionModel]]
 
 
+def _wait_gone(comm: str, seconds: float = 30.0) -> str:
+    """Shell that waits (up to ``seconds``) until no live process of this user has a name matching the
+    regex ``comm``. An app writes its settings as it exits, and under load that takes longer than any
+    fixed sleep. Zombies don't count: they write nothing, and under load their reaping can lag by
+    seconds (``pgrep`` would count them)."""
+    polls = int(seconds / 0.2)
+    return (f"for _ in $(seq {polls}); do ps -u \"$(id -u)\" -o stat=,comm= | grep -qE '^[^Z][^ ]* +{comm}$' "
+            "|| break; sleep 0.2; done;")
+
+
 def _chrome_pref(assign: str) -> str:
-    # a browser still starting up may be its launcher script: stop both, then once more after a pause
-    return ("pkill -x google-chrome; pkill -x chromium; sleep 2; pkill -x chromium; sleep 1; python3 -c \"import json,pathlib; "
-            "p=pathlib.Path.home()/'.config/google-chrome/Default/Preferences'; "
+    # Chromium writes Preferences as it exits, which under load takes longer than any fixed sleep: wait
+    # until it is gone; a browser still starting up may be its launcher script, so stop and wait twice.
+    stop = "pkill -x google-chrome; pkill -x chromium; " + _wait_gone("chromium") + " "
+    return (stop + "sleep 1; " + stop + "python3 -c \"import json,pathlib; "
+            f"p=pathlib.Path.home()/'{CHROME_PREFS}'; "
             "d=json.loads(p.read_text()) if p.exists() else {}; " + assign + "; "
             "p.parent.mkdir(parents=True,exist_ok=True); p.write_text(json.dumps(d))\"")
+
+
+def _chrome_prefs_show(*keys: str, value: object) -> Callable[[DesktopEnvironment], bool]:
+    """Whether Chromium's Preferences file holds ``value`` under ``keys``."""
+    def check(env: DesktopEnvironment) -> bool:
+        try:
+            data = json.loads((env.home / CHROME_PREFS).read_text())
+        except (FileNotFoundError, ValueError):
+            return False
+        for key in keys:
+            data = data.get(key, {}) if isinstance(data, dict) else {}
+        return data == value
+    return check
+
+
+def _until(then: Oracle, done: Callable[[DesktopEnvironment], bool], what: str, timeout: float = 90.0) -> Oracle:
+    """Run ``then``, then wait until ``done`` (the command typed into a terminal has had its effect)."""
+    async def oracle(env: DesktopEnvironment) -> AsyncIterator[ActionModel]:
+        async for action in then(env):
+            yield action
+        waited = 0.0
+        while not done(env):
+            if waited >= timeout:
+                raise RuntimeError(f"oracle: {what} not seen within {timeout:g} s")
+            yield Wait(seconds=0.5)
+            waited += 0.5
+    return oracle
 
 
 def _vlcrc(key: str, value: str, section: str = "core") -> str:
@@ -61,15 +102,12 @@ def _vlc(key: str, value: str, section: str = "core") -> Oracle:
 
 
 def _gimprc(line: str) -> str:
-    return (f"pkill gimp; {WAIT_GONE.format(name='gimp')} mkdir -p ~/.config/GIMP/2.10; echo '{line}' >> ~/.config/GIMP/2.10/gimprc")
+    return (f"pkill gimp; {_wait_gone('gimp.*')} mkdir -p ~/.config/GIMP/2.10; echo '{line}' >> ~/.config/GIMP/2.10/gimprc")
 
 
-#: Wait (up to 30 s) until no process of that name is left: an app writes its settings as it exits, and
-#: under load that takes longer than any fixed sleep.
-WAIT_GONE = "timeout 30 sh -c 'while pgrep -u \"$(id -u)\" {name} >/dev/null; do sleep 0.2; done';"
 
 LO_AUTOSAVE = (
-    "pkill -x oosplash; pkill -x soffice.bin; " + WAIT_GONE.format(name="-x soffice.bin") + " python3 -c \"import pathlib; "
+    "pkill -x oosplash; pkill -x soffice.bin; " + _wait_gone("soffice.bin") + " python3 -c \"import pathlib; "
     "p=pathlib.Path.home()/'.config/libreoffice/4/user/registrymodifications.xcu'; "
     "p.parent.mkdir(parents=True,exist_ok=True); "
     "head='<?xml version=\\\"1.0\\\" encoding=\\\"UTF-8\\\"?><oor:items xmlns:oor=\\\"http://openoffice.org/2001/registry\\\" "
@@ -117,12 +155,16 @@ ORACLES: dict[str, Oracle] = {
     "937087b6-f668-4ba6-9110-60682ee33441": _shell(
         "xdg-mime default vlc.desktop video/mp4 video/x-matroska video/webm video/x-msvideo video/quicktime"),
     # chrome: Bing as the default search engine
-    "bb5e4c0d-f964-439c-97b6-bdb9747de3f4": _after_window("Chromium", _shell(_chrome_pref(
+    "bb5e4c0d-f964-439c-97b6-bdb9747de3f4": _after_window("Chromium", _until(_shell(_chrome_pref(
         "d.setdefault('default_search_provider_data',{})['template_url_data']={'short_name':'Bing',"
-        "'keyword':'bing.com','url':'https://www.bing.com/search?q={searchTerms}'}"), settle=5.0)),
+        "'keyword':'bing.com','url':'https://www.bing.com/search?q={searchTerms}'}")),
+        _chrome_prefs_show("default_search_provider_data", "template_url_data", "short_name", value="Bing"),
+        "Bing in Chromium's Preferences")),
     # chrome: the largest default font size ("Very large" is 24 px)
-    "af630914-714e-4a24-a7bb-f9af687d3b91": _after_window("Chromium", _shell(_chrome_pref(
-        "d.setdefault('webkit',{}).setdefault('webprefs',{})['default_font_size']=24"), settle=5.0)),
+    "af630914-714e-4a24-a7bb-f9af687d3b91": _after_window("Chromium", _until(_shell(_chrome_pref(
+        "d.setdefault('webkit',{}).setdefault('webprefs',{})['default_font_size']=24")),
+        _chrome_prefs_show("webkit", "webprefs", "default_font_size", value=24),
+        "font size 24 in Chromium's Preferences")),
     # gimp: at least 100 undo steps; the light theme
     # (GIMP writes gimprc as it exits, and a first start lays its profile: let it open fully first)
     "7b7617bd-57cc-468e-9c91-40c4ec2bcb3d": _after_window("GNU Image Manipulation Program", _shell(_gimprc("(undo-levels 100)"))),
