@@ -52,7 +52,8 @@ async def default_video_player(env: DesktopEnvironment, config: dict) -> str:
     return result.stdout.strip()
 
 
-def _chrome_prefs(env: DesktopEnvironment) -> dict:
+def chrome_prefs(env: DesktopEnvironment) -> dict:
+    """Chromium's Preferences of the session's user ({} when missing or unreadable)."""
     path = env.home / CHROME_PREFS
     try:
         return json.loads(path.read_text())
@@ -61,13 +62,13 @@ def _chrome_prefs(env: DesktopEnvironment) -> dict:
 
 
 async def default_search_engine(env: DesktopEnvironment, config: dict) -> str:
-    data = _chrome_prefs(env)
+    data = chrome_prefs(env)
     return data.get("default_search_provider_data", {}).get("template_url_data", {}).get("short_name", "Google")
 
 
 async def chrome_font_size(env: DesktopEnvironment, config: dict) -> dict:
     defaults = {"default_fixed_font_size": 13, "default_font_size": 16, "minimum_font_size": 13}
-    return {**defaults, **_chrome_prefs(env).get("webkit", {}).get("webprefs", {})}
+    return {**defaults, **chrome_prefs(env).get("webkit", {}).get("webprefs", {})}
 
 
 async def gimp_config_file(env: DesktopEnvironment, config: dict) -> str | None:

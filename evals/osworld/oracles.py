@@ -8,13 +8,12 @@ settings writer would otherwise overwrite the edit on exit.
 
 from __future__ import annotations
 
-import json
 from typing import AsyncIterator, Callable
 
 from mintgym.action_spaces import ActionModel, Click, Key, Wait
 from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.environments.desktop.scripting import terminal
-from mintgym.evals.osworld.getters import CHROME_PREFS
+from mintgym.evals.osworld.getters import CHROME_PREFS, chrome_prefs
 
 Oracle = Callable[[DesktopEnvironment], AsyncIterator[ActionModel]]
 
@@ -42,10 +41,7 @@ def _chrome_pref(assign: str) -> str:
 def _chrome_prefs_show(*keys: str, value: object) -> Callable[[DesktopEnvironment], bool]:
     """Whether Chromium's Preferences file holds ``value`` under ``keys``."""
     def check(env: DesktopEnvironment) -> bool:
-        try:
-            data = json.loads((env.home / CHROME_PREFS).read_text())
-        except (FileNotFoundError, ValueError):
-            return False
+        data = chrome_prefs(env)
         for key in keys:
             data = data.get(key, {}) if isinstance(data, dict) else {}
         return data == value
