@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import re
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,8 @@ T = TypeVar("T")
 
 #: Where OSWorld tasks (and users' habits) put the home directory; mapped onto the session's home.
 OSWORLD_HOME = "/home/user"
+#: Terminal control sequences (CSI, OSC, charset and keypad modes) and carriage returns in a terminal log.
+TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
 
 
 class DesktopEnvironment(Environment):
@@ -290,6 +293,14 @@ class DesktopEnvironment(Environment):
         """Output logs of the terminals opened through ``mintgym-terminal``, newest last."""
         folder = self.home / TERMINAL_LOGS
         return sorted(folder.glob("*.log"), key=lambda p: p.stat().st_mtime) if folder.exists() else []
+
+    @staticmethod
+    def terminal_text(log: Path) -> str:
+        """What a terminal log shows: its text with the control sequences removed ('' before it exists)."""
+        try:
+            return TERMINAL_ESCAPES.sub("", log.read_text(errors="replace"))
+        except FileNotFoundError:
+            return ""
 
     # -- plumbing --------------------------------------------------------------------------------
     def _box(self) -> Sandbox:

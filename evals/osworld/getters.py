@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 
 from typing import Any, Awaitable, Callable
 
 from mintgym.environments.desktop.env import DesktopEnvironment
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
 CHROME_PREFS = ".config/google-chrome/Default/Preferences"
 
 
@@ -38,9 +36,7 @@ async def vm_terminal_output(env: DesktopEnvironment, config: dict) -> str | Non
     """The text of the most recent terminal (its output log, escape sequences removed)."""
     await asyncio.sleep(0.5)  # let the shell answer the last command typed into it
     logs = env.terminal_logs()
-    if not logs:
-        return None
-    return ANSI.sub("", logs[-1].read_text(errors="replace"))
+    return env.terminal_text(logs[-1]) if logs else None
 
 
 async def rule(env: DesktopEnvironment, config: dict) -> Any:
