@@ -10,7 +10,7 @@ app = typer.Typer(help="MintGym: environments and RL for visual computer-use age
                   pretty_exceptions_show_locals=False)
 
 #: Modules under mintgym.cli that add commands through register(app).
-COMMAND_MODULES = ("core", "serve_model", "evaluate", "train")
+COMMAND_MODULES = ("core", "serve_model", "evaluate", "train", "report")
 
 
 def _load_commands() -> None:
