@@ -4,7 +4,9 @@ Each sample is a one-step episode in the shared observation and action space: th
 native size and the instruction; the agent answers one ``click(x=, y=)``. The agent converts its model's
 coordinates into screen pixels through the :class:`~mintgym.action_spaces.frames.CoordinateFrame` it
 declares (absolute on a resized image, 0-1000, 0-1); the harness records that frame with every
-prediction. An answer that is not a click (or does not parse) is ``wrong_format``.
+prediction. An answer that is not a click, does not parse, or puts the point off the image (the agent's
+frame refuses it) is ``wrong_format``; the official scripts would count an off-image point as ``wrong``
+(a failure either way; only the wrong_format count differs).
 
 Outputs, under ``out``: ``predictions.jsonl`` (one record per sample as it finishes; a re-run skips the
 samples already there), ``results.json`` in ScreenSpot-Pro's results layout (``details`` + ``metrics``,

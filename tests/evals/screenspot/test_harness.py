@@ -1,0 +1,186 @@
+"""ScreenSpot loaders on each published layout, and the grounding run with the VLM agent in every
+coordinate frame (a scripted model that looks at the image it is shown and answers the target's centre in
+its own frame, as Qwen2.5-VL, UI-TARS and 0-1 models do)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mintgym.agents.vlm import VLMAgent
+from mintgym.evals.screenspot.data import load_screenspot
+from mintgym.evals.screenspot.harness import run_screenspot
+from mintgym.inference.base import InferenceEngine
+from mintgym.inference.types import Generation, GenerationRequest
+
+
+def _png(path: Path, size: tuple[int, int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.full((size[1], size[0], 3), 200, np.uint8)).save(path)
+
+
+def _v1_layout(root: Path, version: str) -> None:
+    suffix, images = ("_v2", "screenspotv2_image") if version == "v2" else ("", "screenspot_imgs")
+    items = {"mobile": [{"img_filename": "m.png", "bbox": [10, 20, 30, 40], "instruction": "open menu",
+                         "data_type": "icon", "data_source": "ios"}],
+             "web": [{"img_filename": "w.png", "bbox": [100, 50, 60, 20], "instruction": "search",
+                      "data_type": "text", "data_source": "shop"}]}
+    for split, rows in items.items():
+        (root / f"screenspot_{split}{suffix}.json").write_text(json.dumps(rows))
+    _png(root / images / "m.png", (200, 400))
+    _png(root / images / "w.png", (640, 360))
+
+
+def _pro_layout(root: Path) -> None:
+    (root / "annotations").mkdir(parents=True)
+    rows = [{"img_filename": "vscode_macos/a.png", "bbox": [600, 300, 700, 340], "img_size": [1280, 800],
+             "instruction": "open the terminal", "instruction_cn": "打开终端", "id": "vscode_macos_0",
+             "application": "vscode", "platform": "macos", "group": "Dev", "ui_type": "text"},
+            {"img_filename": "vscode_macos/a.png", "bbox": [20, 760, 36, 776], "img_size": [1280, 800],
+             "instruction": "settings gear", "instruction_cn": "设置", "id": "vscode_macos_1",
+             "application": "vscode", "platform": "macos", "group": "Dev", "ui_type": "icon"}]
+    (root / "annotations" / "vscode_macos.json").write_text(json.dumps(rows, ensure_ascii=False))
+    _png(root / "images" / "vscode_macos" / "a.png", (1280, 800))
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_v1_and_v2_json_layouts_turn_xywh_into_boxes(tmp_path, version):
+    _v1_layout(tmp_path, version)
+    samples = {s.id: s for s in load_screenspot(tmp_path)}
+    assert set(samples) == {"mobile-0", "web-0"}
+    assert samples["mobile-0"].bbox == (10, 20, 40, 60) and samples["mobile-0"].platform == "mobile"
+    assert samples["web-0"].bbox == (100, 50, 160, 70) and samples["web-0"].ui_type == "text"
+    assert samples["web-0"].benchmark == ("screenspot-v2" if version == "v2" else "screenspot")
+    assert samples["web-0"].image().size == (640, 360)
+
+
+def test_pro_layout_and_chinese_instructions(tmp_path):
+    _pro_layout(tmp_path)
+    en = load_screenspot(tmp_path)
+    assert [s.bbox for s in en] == [(600, 300, 700, 340), (20, 760, 36, 776)]
+    assert en[0].group == "Dev" and en[0].img_size == (1280, 800) and en[0].benchmark == "screenspot-pro"
+    assert load_screenspot(tmp_path, lang="cn")[0].instruction == "打开终端"
+
+
+def test_hf_parquet_layout_with_normalized_boxes(tmp_path):
+    import datasets
+
+    img = Image.fromarray(np.zeros((100, 200, 3), np.uint8))
+    ds = datasets.Dataset.from_dict(
+        {"file_name": ["a.png"], "bbox": [[0.1, 0.2, 0.3, 0.4]], "instruction": ["x"], "data_type": ["icon"],
+         "data_source": ["android"], "image": [img]},
+        features=datasets.Features({"file_name": datasets.Value("string"),
+                                    "bbox": datasets.Sequence(datasets.Value("float64")),
+                                    "instruction": datasets.Value("string"), "data_type": datasets.Value("string"),
+                                    "data_source": datasets.Value("string"), "image": datasets.Image()}))
+    (tmp_path / "data").mkdir()
+    ds.to_parquet(str(tmp_path / "data" / "test-00000-of-00001.parquet"))
+    [sample] = load_screenspot(tmp_path)
+    assert sample.bbox == pytest.approx((20, 20, 60, 40)) and sample.platform == "mobile"
+    assert sample.image().size == (200, 100)
+
+
+def test_loader_errors_name_the_problem(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no ScreenSpot data"):
+        load_screenspot(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match=r"screenspot_\{mobile,desktop,web\}"):
+        load_screenspot(tmp_path)
+    (tmp_path / "screenspot_web.json").write_text('[{"img_filename": "a.png", "bbox": [1, 2], "instruction": "x"}]')
+    with pytest.raises(ValueError, match=r"screenspot_web.json\[0\]: bbox must be four numbers"):
+        load_screenspot(tmp_path)
+    with pytest.raises(ValueError, match="unknown ScreenSpot version"):
+        load_screenspot(tmp_path, version="v9")
+
+
+class TargetModel(InferenceEngine):
+    """A scripted grounding model: finds the image it was shown and answers the centre of ``box`` (screen
+    pixels of a ``screen`` image) in its own output convention: ``pixels`` of the shown image, a 0-1000
+    grid, or 0-1 fractions."""
+
+    def __init__(self, boxes: dict[str, tuple[float, float, float, float]], screen: tuple[int, int], style: str):
+        self.boxes, self.screen, self.style = boxes, screen, style
+        self.shown: list[tuple[int, int]] = []
+
+    @property
+    def policy_version(self):
+        return None
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        out = []
+        for req in requests:
+            parts = [p for m in req.messages if isinstance(m["content"], list) for p in m["content"]]
+            image = next(np.asarray(p["image"]) for p in parts if p.get("type") == "image")
+            text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+            box = next(b for instr, b in self.boxes.items() if instr in text)
+            h, w = image.shape[:2]
+            self.shown.append((w, h))
+            cx, cy = (box[0] + box[2]) / 2 / self.screen[0], (box[1] + box[3]) / 2 / self.screen[1]
+            if self.style == "pixels":
+                answer = f"click(x={int(cx * w)}, y={int(cy * h)})"
+            elif self.style == "norm1000":
+                answer = f"click(x={round(cx * 1000)}, y={round(cy * 1000)})"
+            else:
+                answer = f"click(x={cx:.4f}, y={cy:.4f})"
+            out.append(Generation(answer, None, None, None, None, "stop"))
+        return out
+
+
+FRAMES = [  # (agent frame, model output style, extra agent options)
+    ("absolute", "pixels", {}),
+    ("resized_absolute", "pixels", {}),  # Qwen2.5-VL: the image is smart-resized, answers in its pixels
+    ("normalized_1000", "norm1000", {}),  # UI-TARS / CogAgent
+    ("relative", "relative", {}),
+    ("absolute", "pixels", {"max_pixels": 400 * 250}),  # absolute on a downscaled image
+]
+
+
+@pytest.mark.parametrize("frame,style,options", FRAMES, ids=[f"{f}-{s}-{bool(o)}" for f, s, o in FRAMES])
+def test_every_coordinate_frame_is_scored_in_screen_pixels(tmp_path, frame, style, options):
+    _pro_layout(tmp_path / "data")
+    samples = load_screenspot(tmp_path / "data")
+    model = TargetModel({s.instruction: s.bbox for s in samples}, (1280, 800), style)
+    results = run_screenspot(samples, lambda: VLMAgent(model, frame=frame, **options), tmp_path / "run")
+    assert [r["correctness"] for r in results["details"]] == ["correct", "correct"]
+    assert results["metrics"]["overall"]["action_acc"] == 1.0
+    if frame == "resized_absolute":
+        assert model.shown[0] == (1288, 812)  # smart_resize of 1280x800 to multiples of 28
+        assert results["frames"] == ["resized_absolute:1288x812"]
+    elif options:
+        assert model.shown[0][0] * model.shown[0][1] <= 400 * 250
+    else:
+        assert results["frames"] == [frame]
+    assert (tmp_path / "run" / "report.html").read_text().count("<table>") >= 3
+
+
+def test_a_model_answering_in_another_frame_than_declared_is_scored_wrong(tmp_path):
+    _pro_layout(tmp_path / "data")
+    samples = load_screenspot(tmp_path / "data")
+    model = TargetModel({s.instruction: s.bbox for s in samples}, (1280, 800), "norm1000")
+    results = run_screenspot(samples, lambda: VLMAgent(model, frame="absolute"), tmp_path / "run")
+    # (640, 400) lands outside the first box; (22, 960) is off the 800-pixel-high screen: refused, no point
+    assert [r["correctness"] for r in results["details"]] == ["wrong", "wrong_format"]
+    assert "off the screen" in results["details"][1]["error"]
+
+
+def test_unparseable_answers_are_wrong_format_and_runs_resume(tmp_path):
+    _pro_layout(tmp_path / "data")
+    samples = load_screenspot(tmp_path / "data")
+
+    class Chatty(TargetModel):
+        def generate(self, requests):
+            return [Generation("I think it is the gear icon", None, None, None, None, "stop") for _ in requests]
+
+    first = run_screenspot(samples[:1], lambda: VLMAgent(Chatty({}, (1280, 800), "pixels")), tmp_path / "run")
+    assert first["details"][0]["correctness"] == "wrong_format" and first["details"][0]["pred"] is None
+    assert first["metrics"]["overall"]["wrong_format_num"] == 1
+    model = TargetModel({s.instruction: s.bbox for s in samples}, (1280, 800), "pixels")
+    again = run_screenspot(samples, lambda: VLMAgent(model, frame="absolute"), tmp_path / "run")
+    assert [r["correctness"] for r in again["details"]] == ["wrong_format", "correct"]
+    assert len(model.shown) == 1  # the first sample was not asked again
+    lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and re.search(r'"frame": "absolute"', lines[1])
