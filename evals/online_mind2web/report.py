@@ -15,20 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from mintgym.evals.online_mind2web.results import LEVELS, OnlineTask, load_tasks
+from mintgym.evals.screenspot.data import read_json
 from mintgym.evals.screenspot.report import rows_to_text
 
 __all__ = ["load_human_labels", "load_tasks", "load_verdicts", "render_text", "success_rates"]
 
 _SUFFIX = "_human_label"
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no file at {path}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
 
 
 def _label(value: Any, where: str) -> int:
@@ -44,7 +36,7 @@ def _label(value: Any, where: str) -> int:
 def load_human_labels(path: str | Path) -> dict[str, dict[str, int]]:
     """``{agent: {task_id: label}}`` from a human-label file."""
     file = Path(path)
-    data = _read_json(file)
+    data = read_json(file, "label file")
     if not isinstance(data, list) or not data:
         raise ValueError(f"{file}: expected a non-empty JSON list of label objects")
     out: dict[str, dict[str, int]] = {}
@@ -66,7 +58,7 @@ def load_verdicts(path: str | Path) -> dict[str, int]:
         files = sorted(src.glob("*/judge.json"))
         if not files:
             raise FileNotFoundError(f"{src} has no <task_id>/judge.json verdicts")
-        rows = [_read_json(f) for f in files]
+        rows = [read_json(f, "verdict") for f in files]
     else:
         try:
             lines = src.read_text().splitlines()

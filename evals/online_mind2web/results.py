@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mintgym.evals.screenspot.data import read_json
+
 LEVELS = ("easy", "medium", "hard")
 
 
@@ -36,12 +38,7 @@ class OnlineTask:
 def load_tasks(path: str | Path) -> dict[str, OnlineTask]:
     """The task list, by task id."""
     file = Path(path)
-    try:
-        data = json.loads(file.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no task list at {file}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{file}: not valid JSON ({err})") from None
+    data = read_json(file, "task list")
     if not isinstance(data, list):
         raise ValueError(f"{file}: the task list must be a JSON list")
     tasks = {}
@@ -89,12 +86,7 @@ def write_result(out: str | Path, task: OnlineTask, trajectory_dir: str | Path) 
 def read_result(folder: str | Path) -> tuple[dict[str, Any], list[Path]]:
     """A task's result.json and its screenshots in step order (numbers in the file names, as the judge sorts)."""
     folder = Path(folder)
-    try:
-        result = json.loads((folder / "result.json").read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{folder} has no result.json") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{folder / 'result.json'}: not valid JSON ({err})") from None
+    result = read_json(folder / "result.json", "result.json")
     for key in ("task_id", "task", "action_history"):
         if key not in result:
             raise ValueError(f"{folder / 'result.json'} lacks {key!r}")

@@ -190,11 +190,19 @@ def _first_dir(root: Path, names: tuple[str, ...]) -> Path:
     return root
 
 
-def _read_json_list(file: Path) -> list[dict[str, Any]]:
+def read_json(file: str | Path, what: str = "file") -> Any:
+    """A JSON document, or FileNotFoundError / ValueError naming the file and the problem."""
+    file = Path(file)
     try:
-        data = json.loads(file.read_text())
+        return json.loads(file.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {what} at {file}") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{file}: not valid JSON ({err})") from None
+
+
+def _read_json_list(file: Path) -> list[dict[str, Any]]:
+    data = read_json(file, "annotation file")
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         raise ValueError(f"{file}: expected a JSON list of annotation objects")
     return data

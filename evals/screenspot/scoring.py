@@ -19,7 +19,6 @@ Breakdowns:
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -102,13 +101,10 @@ def breakdowns(records: Sequence[dict[str, Any]], benchmark: str) -> dict[str, A
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The per-sample records of a results file in the Pro repository's layout (``{"details": [...]}``)."""
+    from mintgym.evals.screenspot.data import read_json
+
     file = Path(path)
-    try:
-        data = json.loads(file.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no predictions file at {file}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{file}: not valid JSON ({err})") from None
+    data = read_json(file, "predictions file")
     details = data.get("details") if isinstance(data, dict) else data
     if not isinstance(details, list) or not all(isinstance(r, dict) for r in details):
         raise ValueError(f"{file}: expected a list of records, or an object with a 'details' list")
