@@ -41,7 +41,8 @@ class XServer:
         locks = base_dir() / "locks"
         last_error = "no free display number"
         for number in range(FIRST_DISPLAY, LAST_DISPLAY + 1):
-            if Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists():
+            taken = Path(f"/tmp/.X{number}-lock").exists() or Path(f"/tmp/.X11-unix/X{number}").exists()
+            if taken and _in_use(number):
                 continue
             fd = os.open(locks / f"X{number}.lock", os.O_CREAT | os.O_RDWR, 0o600)
             try:
@@ -49,13 +50,16 @@ class XServer:
             except BlockingIOError:
                 os.close(fd)
                 continue
+            if taken:  # left by an X server that was killed (e.g. its env server got SIGKILL): ours now
+                _remove_stale(number)
             auth = sandbox.log_dir / "xauth"
             cookie = secrets.token_hex(16)
             subprocess.run(["xauth", "-f", str(auth), "add", f":{number}", ".", cookie], check=True,
                            capture_output=True)
             read_fd, write_fd = os.pipe()
+            # --pdeathsig: Xvfb dies with the server thread that started it, even on SIGKILL.
             proc = subprocess.Popen(
-                ["Xvfb", f":{number}", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp",
+                ["setpriv", "--pdeathsig", "KILL", "--", "Xvfb", f":{number}", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp",
                  "-noreset", "-auth", str(auth), "-displayfd", str(write_fd), "+extension", "MIT-SHM"],
                 pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=open(sandbox.log_dir / "xvfb.log", "ab"), start_new_session=True,
@@ -84,11 +88,7 @@ class XServer:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for stale in (f"/tmp/.X{self.number}-lock", f"/tmp/.X11-unix/X{self.number}"):
-            try:
-                os.unlink(stale)
-            except FileNotFoundError:
-                pass
+        _remove_stale(self.number)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -98,6 +98,29 @@ class XServer:
             return xdisplay.Display(self.name)
         except DisplayError as err:
             raise RuntimeError(f"cannot connect to Xvfb {self.name}: {err}") from err
+
+
+def _in_use(number: int) -> bool:
+    """Whether an X server answers on display ``number`` (its socket file or abstract socket)."""
+    import socket
+
+    for address in (f"\0/tmp/.X11-unix/X{number}", f"/tmp/.X11-unix/X{number}"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(1.0)
+            try:
+                sock.connect(address)
+                return True
+            except OSError:
+                continue
+    return False
+
+
+def _remove_stale(number: int) -> None:
+    for stale in (f"/tmp/.X{number}-lock", f"/tmp/.X11-unix/X{number}"):
+        try:
+            os.unlink(stale)
+        except FileNotFoundError:
+            pass
 
 
 def _read_ready(fd: int, proc: subprocess.Popen, timeout: float) -> bool:

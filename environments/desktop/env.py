@@ -21,6 +21,7 @@ import numpy as np
 from mintgym.action_spaces import ActionModel, Click, Drag, Key, Move, Scroll, Type, Wait
 from mintgym.env.core import Environment, Task
 from mintgym.environments.desktop.display import XServer, wait_for_wm
+from mintgym.environments.desktop.namespace import SessionNamespace, hidden_dirs
 from mintgym.environments.desktop.sandbox import CommandResult, Sandbox
 from mintgym.environments.desktop.template import TERMINAL_LOGS, build_template, write_session_bin
 from mintgym.environments.desktop.xinput import XInput
@@ -84,7 +85,8 @@ class DesktopEnvironment(Environment):
 
     def describe(self) -> dict[str, Any]:
         box = self.sandbox
-        return {"isolation": "user" if box and box.privileged else "process", "display": getattr(self.xserver, "name", None),
+        isolation = "process" if not (box and box.privileged) else "user+namespaces" if box.namespace else "user"
+        return {"isolation": isolation, "display": getattr(self.xserver, "name", None),
                 "user": box.name if box else None, "screen_size": list(self._size)}
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -104,6 +106,9 @@ class DesktopEnvironment(Environment):
         write_session_bin(self.sandbox.root / "bin")
         self.sandbox.restore_home(template)
         self.xserver = XServer.start(*self._size, sandbox=self.sandbox)
+        if self.sandbox.privileged:
+            self.sandbox.namespace = SessionNamespace.start(self.sandbox.root, self.xserver.number,
+                                                            hide=hidden_dirs((str(template.parent),)))
         self._xlib = self.xserver.connect()
         self._input = XInput(self._xlib)
         import mss
@@ -291,16 +296,46 @@ class DesktopEnvironment(Environment):
 
     def terminal_logs(self) -> list[Path]:
         """Output logs of the terminals opened through ``mintgym-terminal``, newest last."""
-        folder = self.home / TERMINAL_LOGS
-        return sorted(folder.glob("*.log"), key=lambda p: p.stat().st_mtime) if folder.exists() else []
+        logs = self._box().list_files(self.home / TERMINAL_LOGS)
+        return [path for path, _ in sorted(logs, key=lambda item: item[1]) if path.suffix == ".log"]
 
-    @staticmethod
-    def terminal_text(log: Path) -> str:
+    def terminal_text(self, log: Path) -> str:
         """What a terminal log shows: its text with the control sequences removed ('' before it exists)."""
+        return TERMINAL_ESCAPES.sub("", self.read_text(log) or "")
+
+    # -- the session's files, as the server may touch them ----------------------------------------
+    def read_bytes(self, path: str | Path, max_bytes: int = 64 * 2**20) -> bytes | None:
+        """A session file's bytes (``/home/user/...``, ``~/...`` or relative to home), or None when it is
+        missing, a link, not the session user's, or over ``max_bytes``: what a scorer sees as no file."""
         try:
-            return TERMINAL_ESCAPES.sub("", log.read_text(errors="replace"))
-        except FileNotFoundError:
-            return ""
+            return self._box().read_bytes(self.path(str(path)), max_bytes)
+        except (OSError, ValueError):
+            return None
+
+    def read_text(self, path: str | Path, max_bytes: int = 64 * 2**20) -> str | None:
+        data = self.read_bytes(path, max_bytes)
+        return None if data is None else data.decode(errors="replace")
+
+    def is_file(self, path: str | Path) -> bool:
+        return self._box().is_file(self.path(str(path)))
+
+    def write_bytes(self, path: str | Path, data: bytes) -> Path:
+        """Create or replace a session file as the session user's (no link followed); returns its path."""
+        target = self.path(str(path))
+        self._box().write_bytes(target, data)
+        return target
+
+    def fetch_file(self, path: str | Path, max_bytes: int = 256 * 2**20) -> Path | None:
+        """Copy a session file out to a folder only the server can read, as OSWorld copies a file out of
+        its VM before scoring; None when :meth:`read_bytes` refuses it."""
+        data = self.read_bytes(path, max_bytes)
+        if data is None:
+            return None
+        folder = self._box().log_dir / "fetched"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        target = folder / f"{len(list(folder.iterdir())):04d}-{Path(str(path)).name}"
+        target.write_bytes(data)
+        return target
 
     # -- plumbing --------------------------------------------------------------------------------
     def _box(self) -> Sandbox:

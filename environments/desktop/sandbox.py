@@ -3,20 +3,25 @@
 Running as root, each session takes one of a fixed pool of system users (``mgdesk0``...), locked with
 ``flock`` so that concurrent servers never share one; everything the session starts -- the window
 manager, the apps, a task's config commands -- runs as that user with HOME in the session directory,
-and a reset kills every process of that uid. Not running as root (e.g. a container's non-root user),
-the sandbox degrades to the server's own user and tracks its processes by a per-session environment
-marker; the container is then the isolation boundary.
+inside the session's own network, mount and PID namespaces (:mod:`.namespace`), and a reset kills every
+process of that uid. The server reads and writes the session's files only through
+:meth:`Sandbox.read_bytes` / :meth:`Sandbox.write_bytes`, which never follow a link the agent made.
+Not running as root (e.g. a container's non-root user), the sandbox degrades to the server's own user
+and tracks its processes by a per-session environment marker; the container is then the isolation
+boundary.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import grp
 import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import time
 import uuid
@@ -24,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
+from mintgym.environments.desktop.namespace import SessionNamespace
 
 USER_PREFIX = "mgdesk"
 MAX_USERS = 128
@@ -62,6 +69,7 @@ class Sandbox:
     root: Path
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     extra_env: dict[str, str] = field(default_factory=dict)
+    namespace: SessionNamespace | None = None
     _lock_fd: int | None = None
 
     @property
@@ -125,6 +133,9 @@ class Sandbox:
 
     def release(self) -> None:
         self.kill_all()
+        if self.namespace is not None:
+            self.namespace.stop()
+            self.namespace = None
         shutil.rmtree(self.root if not self.privileged else self.tmp, ignore_errors=True)
         if self.privileged:
             shutil.rmtree(self.home, ignore_errors=True)
@@ -138,6 +149,7 @@ class Sandbox:
         for log in self.log_dir.glob("*.log"):
             if log.stat().st_size > 8 * 2**20:  # app output of earlier episodes: keep it bounded
                 log.write_bytes(b"")
+        shutil.rmtree(self.log_dir / "fetched", ignore_errors=True)  # files copied out for the last scoring
         if self.home.exists():
             shutil.rmtree(self.home)
         shutil.copytree(template, self.home, symlinks=True)
@@ -172,52 +184,173 @@ class Sandbox:
         env.update(extra or {})
         return env
 
-    def _popen_kwargs(self) -> dict:
+    def _command(self, argv: list[str]) -> tuple[list[str], dict]:
+        """The command line and Popen options that run ``argv`` as the session user, in its namespaces."""
         kwargs: dict = {"cwd": str(self.home), "start_new_session": True, "close_fds": True}
-        if self.privileged:
-            kwargs.update(user=self.uid, group=self.gid, extra_groups=[], umask=0o077)
-        return kwargs
+        if not self.privileged:
+            return argv, kwargs
+        if self.namespace is None:
+            raise RuntimeError(f"session {self.name}: its namespaces are not started")
+        kwargs["umask"] = 0o077
+        return self.namespace.command(argv, uid=self.uid, gid=self.gid, cwd=self.home), kwargs
 
     def spawn(self, argv: list[str] | str, display: str | None, *, shell: bool = False,
               extra_env: dict[str, str] | None = None, log_name: str = "app") -> subprocess.Popen:
         """Start a process as the session user, detached, its output in the session's log folder."""
+        argv = _argv(argv, shell)
+        command, kwargs = self._command(argv)
         log = open(self.log_dir / f"{log_name}.log", "ab")
         try:
-            return subprocess.Popen(argv, shell=shell, env=self.env(display, extra_env), stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT, **self._popen_kwargs())
+            return subprocess.Popen(command, env=self.env(display, extra_env), stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT, **kwargs)
+        except FileNotFoundError as err:
+            raise FileNotFoundError(err.errno, err.strerror, argv[0]) from None
         finally:
             log.close()
 
     async def run(self, argv: list[str] | str, display: str | None, *, shell: bool = False,
-                  timeout: float = 60.0, extra_env: dict[str, str] | None = None) -> CommandResult:
-        """Run a command as the session user and wait for it; on timeout kill its process group."""
-        kwargs = self._popen_kwargs()
-        env = self.env(display, extra_env)
-        if shell:
-            if not isinstance(argv, str):
-                argv = " ".join(argv)
-            proc = await asyncio.create_subprocess_exec("/bin/bash", "-c", argv, env=env, stdin=subprocess.DEVNULL,
-                                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
-        else:
-            if isinstance(argv, str):
-                argv = [argv]
-            proc = await asyncio.create_subprocess_exec(*argv, env=env, stdin=subprocess.DEVNULL,
-                                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+                  timeout: float = 60.0, extra_env: dict[str, str] | None = None,
+                  max_output: int = 8 * 2**20) -> CommandResult:
+        """Run a command as the session user and wait for it; on timeout kill its process group.
+
+        Started by a plain ``Popen`` waited on in a thread, so it works on any event loop (uvloop's
+        subprocess support cannot switch users). Output beyond ``max_output`` bytes per stream is cut."""
+        original = argv
+        argv = _argv(argv, shell)
+        command, kwargs = self._command(argv)
+        if self.privileged and shutil.which(argv[0], path=self.env(None)["PATH"]) is None and "/" not in argv[0]:
+            raise FileNotFoundError(2, "No such file or directory", argv[0])
+        proc = subprocess.Popen(command, env=self.env(display, extra_env), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout)
-        except asyncio.TimeoutError:
+            out, err = await asyncio.to_thread(_communicate, proc, timeout, max_output)
+        except subprocess.TimeoutExpired:
             _killpg(proc.pid)
-            await proc.wait()
-            raise TimeoutError(f"command {argv!r} did not finish within {timeout:g} s (killed)") from None
-        return CommandResult(argv, proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace"))
+            await asyncio.to_thread(proc.wait)
+            raise TimeoutError(f"command {original!r} did not finish within {timeout:g} s (killed)") from None
+        return CommandResult(original, proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    # -- files the server reads and writes ---------------------------------------------------------
+    def _open(self, path: Path, flags: int, *, create_dirs: bool = False) -> int:
+        """Open ``path`` inside the session's root without following any symbolic link on the way.
+
+        Every component is opened relative to its parent with O_NOFOLLOW, so a link the agent put
+        anywhere on the path (to another session's home, to a root-only file) makes this fail instead of
+        reading through it. Raises FileNotFoundError, or PermissionError naming the refusal."""
+        path = Path(os.path.abspath(path))
+        try:
+            rel = path.relative_to(self.root)
+        except ValueError:
+            raise PermissionError(f"{path} is outside the session's directory {self.root}") from None
+        parts = rel.parts
+        if not parts:
+            raise IsADirectoryError(str(path))
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for part in parts[:-1]:
+                try:
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create_dirs:
+                        raise
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                    if self.privileged:
+                        os.fchown(nxt, self.uid, self.gid)
+                except OSError as err:
+                    if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise PermissionError(f"{path}: {part!r} is a link or not a folder; not followed") from None
+                    raise
+                os.close(fd)
+                fd = nxt
+            try:
+                return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600, dir_fd=fd)
+            except OSError as err:
+                if err.errno == errno.ELOOP:
+                    raise PermissionError(f"{path} is a symbolic link; not followed") from None
+                raise
+        finally:
+            os.close(fd)
+
+    def read_bytes(self, path: Path, max_bytes: int = 64 * 2**20) -> bytes:
+        """The content of a regular file of the session, owned by the session user, at most ``max_bytes``.
+
+        Refuses links, hard links to files of other users, devices, FIFOs and files larger than the cap
+        (their size is checked before anything is read, so a huge sparse file costs nothing)."""
+        fd = self._open(path, os.O_RDONLY)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise PermissionError(f"{path} is not a regular file")
+            if self.privileged and info.st_uid not in (self.uid, 0):
+                raise PermissionError(f"{path} belongs to uid {info.st_uid}, not the session user")
+            if info.st_size > max_bytes:
+                raise PermissionError(f"{path} is {info.st_size} bytes, over the {max_bytes}-byte cap")
+            chunks, left = [], max_bytes + 1
+            while left > 0:
+                chunk = os.read(fd, min(left, 2**20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            data = b"".join(chunks)
+            if len(data) > max_bytes:
+                raise PermissionError(f"{path} grew over the {max_bytes}-byte cap while being read")
+            return data
+        finally:
+            os.close(fd)
+
+    def is_file(self, path: Path) -> bool:
+        """Whether ``path`` is a regular file the server may read (no link on the way)."""
+        try:
+            fd = self._open(path, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            info = os.fstat(fd)
+            return stat.S_ISREG(info.st_mode) and (not self.privileged or info.st_uid in (self.uid, 0))
+        finally:
+            os.close(fd)
+
+    def list_files(self, folder: Path) -> list[tuple[Path, float]]:
+        """(path, mtime) of the regular files directly in ``folder`` (no link followed; [] when missing)."""
+        try:
+            fd = self._open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return []
+        try:
+            found = []
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(info.st_mode):
+                        found.append((Path(folder) / entry.name, info.st_mtime))
+            return found
+        finally:
+            os.close(fd)
+
+    def write_bytes(self, path: Path, data: bytes) -> None:
+        """Create or replace a file of the session (owned by the session user), following no link."""
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, create_dirs=True)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PermissionError(f"{path} is not a regular file")
+            if self.privileged:
+                os.fchown(fd, self.uid, self.gid)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
     def processes(self) -> list[psutil.Process]:
-        """Every live process of this session: by uid when privileged, by marker otherwise."""
+        """Every live process of this session: by uid when privileged, by marker otherwise (zombies are
+        dead already and left out: their parent or the namespace's init reaps them)."""
         found = []
         me = os.getpid()
-        for proc in psutil.process_iter(["uids", "pid"]):
+        for proc in psutil.process_iter(["uids", "pid", "status"]):
             try:
-                if proc.pid == me:
+                if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
                     continue
                 if self.privileged:
                     if proc.info["uids"] and proc.info["uids"].real == self.uid:
@@ -229,6 +362,19 @@ class Sandbox:
                 continue
         return found
 
+    def _wrappers(self, procs: list[psutil.Process]) -> list[psutil.Process]:
+        """The ``nsenter`` processes (root, outside the namespace) that started ``procs``: one whose child
+        stopped stops itself too, and would then never reap that child."""
+        found = []
+        for proc in procs:
+            try:
+                parent = proc.parent()
+                if parent is not None and parent.pid != os.getpid() and parent.name() == "nsenter":
+                    found.append(parent)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return found
+
     def kill_all(self, timeout: float = 5.0) -> int:
         """SIGKILL every process of the session until none is left; returns how many were killed."""
         killed = 0
@@ -237,7 +383,7 @@ class Sandbox:
             procs = self.processes()
             if not procs:
                 return killed
-            for proc in procs:
+            for proc in self._wrappers(procs) + procs:
                 try:
                     proc.send_signal(signal.SIGKILL)
                     killed += 1
@@ -249,6 +395,17 @@ class Sandbox:
                 if left:
                     raise RuntimeError(f"session {self.name}: processes {left} survive SIGKILL")
                 return killed
+
+
+def _argv(argv: list[str] | str, shell: bool) -> list[str]:
+    if shell:
+        return ["/bin/bash", "-c", argv if isinstance(argv, str) else " ".join(argv)]
+    return [argv] if isinstance(argv, str) else list(argv)
+
+
+def _communicate(proc: subprocess.Popen, timeout: float, max_output: int) -> tuple[bytes, bytes]:
+    out, err = proc.communicate(timeout=timeout)
+    return out[:max_output], err[:max_output]
 
 
 def _killpg(pid: int) -> None:

@@ -20,8 +20,8 @@ class TerminalFileTask(Task):
     line: str = "hello desktop"
 
     async def evaluate(self, env: Environment) -> float:
-        path = env.home / "Desktop" / self.file_name
-        return float(path.is_file() and path.read_text().strip() == self.line)
+        text = env.read_text(f"~/Desktop/{self.file_name}")
+        return float(text is not None and text.strip() == self.line)
 
     async def oracle(self, env: Environment) -> AsyncIterator[ActionModel]:
         async for action in terminal(env, f"echo '{self.line}' > ~/Desktop/{self.file_name}"):
@@ -37,18 +37,13 @@ class EditorSaveTask(Task):
     text: str = "buy milk – 2 €"
 
     async def setup(self, env: Environment, rng: random.Random) -> str | None:
-        path = env.home / "Documents" / self.file_name
-        path.write_text("")
-        if env.sandbox.privileged:
-            import os
-
-            os.chown(path, env.sandbox.uid, env.sandbox.gid)
+        path = env.write_bytes(f"~/Documents/{self.file_name}", b"")
         await env.launch(["mousepad", str(path)])
         return None
 
     async def evaluate(self, env: Environment) -> float:
-        path = env.home / "Documents" / self.file_name
-        return float(path.is_file() and path.read_text().strip() == self.text)
+        text = env.read_text(f"~/Documents/{self.file_name}")
+        return float(text is not None and text.strip() == self.text)
 
     async def oracle(self, env: Environment) -> AsyncIterator[ActionModel]:
         async for action in wait_for_window(env, self.file_name, timeout=60):

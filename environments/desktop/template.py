@@ -86,9 +86,14 @@ def write_session_bin(bin_dir: Path) -> None:
     """
     bin_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(bin_dir, 0o755)
+    # A copy: the project's own folder is hidden from the session.
+    shim = bin_dir / "shim"
+    shutil.copytree(SHIM_DIR, shim, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    os.chmod(shim, 0o755)
+    shutil.copyfile(Path(__file__).with_name("xinput.py"), bin_dir / "xinput.py")  # the shim's XTEST module
     py = SESSION_PYTHON if Path(SESSION_PYTHON).exists() else sys.executable
     for name in ("python", "python3"):
-        _script(bin_dir / name, f'PYTHONPATH="{SHIM_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{py}" "$@"\n')
+        _script(bin_dir / name, f'PYTHONPATH="{shim}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{py}" "$@"\n')
     _script(bin_dir / "mintgym-terminal",
             f'mkdir -p "$HOME/{TERMINAL_LOGS}"\n'
             f'exec xterm -title Terminal -xrm "XTerm*logInhibit: false" -l '

@@ -1,7 +1,9 @@
 """OSWorld getters: read a value from the live session for a metric. ``await getter(env, config)``.
 
 Paths are the session's (``/home/user`` is already mapped to the session home); commands run as the
-session user. File getters return a path on this machine, or None when the file does not exist.
+session user. File getters copy the file out of the session, as OSWorld copies it out of its VM, and
+return the copy's path on this machine, or None when the file does not exist (or is a link, another
+user's file, or over the size cap: the server never reads through what the agent could have planted).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ async def vm_command_error(env: DesktopEnvironment, config: dict) -> str:
 
 async def vm_file(env: DesktopEnvironment, config: dict) -> str | list[str | None] | None:
     paths = config["path"] if isinstance(config["path"], list) else [config["path"]]
-    found = [str(env.path(p)) if env.path(p).is_file() else None for p in paths]
+    copies = [env.fetch_file(p) for p in paths]
+    found = [str(c) if c is not None else None for c in copies]
     return found if isinstance(config["path"], list) else found[0]
 
 
@@ -50,10 +53,10 @@ async def default_video_player(env: DesktopEnvironment, config: dict) -> str:
 
 def chrome_prefs(env: DesktopEnvironment) -> dict:
     """Chromium's Preferences of the session's user ({} when missing or unreadable)."""
-    path = env.home / CHROME_PREFS
+    text = env.read_text(f"~/{CHROME_PREFS}")
     try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
+        return json.loads(text) if text else {}
+    except ValueError:
         return {}
 
 
@@ -68,13 +71,13 @@ async def chrome_font_size(env: DesktopEnvironment, config: dict) -> dict:
 
 
 async def gimp_config_file(env: DesktopEnvironment, config: dict) -> str | None:
-    path = env.home / ".config/GIMP/2.10" / config["file_name"]
-    return str(path) if path.is_file() else None
+    copy = env.fetch_file(f"~/.config/GIMP/2.10/{config['file_name']}")
+    return str(copy) if copy else None
 
 
 async def vlc_config(env: DesktopEnvironment, config: dict) -> str | None:
-    path = env.home / ".config/vlc/vlcrc"
-    return str(path) if path.is_file() else None
+    copy = env.fetch_file("~/.config/vlc/vlcrc")
+    return str(copy) if copy else None
 
 
 async def cache_file(env: DesktopEnvironment, config: dict) -> str | None:

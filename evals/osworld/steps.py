@@ -178,34 +178,30 @@ async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path
 
 
 async def _download(env: DesktopEnvironment, url: str, path: str, base: Path | None) -> None:
-    dest = env.path(path)
     if not is_local_url(url):
         raise ConfigStepFailed(f"refusing to download {url!r}: only local files and loopback servers are allowed")
-    dest.parent.mkdir(parents=True, exist_ok=True)
     if urllib.parse.urlparse(url).scheme == "http":
-        def fetch() -> None:
-            with urllib.request.urlopen(url, timeout=30) as resp, open(dest, "wb") as out:
-                shutil.copyfileobj(resp, out)
+        def fetch() -> bytes:
+            with urllib.request.urlopen(url, timeout=30) as resp:
+                return resp.read()
         try:
-            await asyncio.to_thread(fetch)
+            data = await asyncio.to_thread(fetch)
         except OSError as err:
             raise ConfigStepFailed(f"download of {url!r} failed: {err}") from None
     else:
         src = local_source(url, base)
         if not src.is_file():
             raise ConfigStepFailed(f"download source {src} does not exist")
-        shutil.copyfile(src, dest)
-    if env.sandbox.privileged:
-        home = env.home
-        for p in [dest, *dest.parents]:
-            if p == home or home not in p.parents:
-                break
-            os.chown(p, env.sandbox.uid, env.sandbox.gid)
+        data = src.read_bytes()
+    try:  # as the session user's file, following no link (postconfig runs after the agent acted)
+        env.write_bytes(path, data)
+    except OSError as err:
+        raise ConfigStepFailed(f"cannot write {path!r} in the session: {err}") from None
 
 
 async def _open(env: DesktopEnvironment, path: str) -> None:
     target = env.path(path)
-    if not target.exists():
+    if not env.is_file(path):
         raise ConfigStepFailed(f"cannot open {path!r}: no such file in the session")
     opener = OPENERS.get(target.suffix.lower(), "xdg-open")
     await env.launch([opener, str(target)])

@@ -1,0 +1,170 @@
+"""A desktop session's own network, mount and PID namespaces, and how processes enter them.
+
+Why: the agent types into a real shell. Without this, that shell shares the host's loopback with the
+env server (it could call ``/v1/sessions``), sees the project's code and task data, other sessions'
+directories and the docker socket, and its processes outlive a killed server. With it, everything the
+session runs (the window manager, apps, a task's config commands) sees
+
+* a network with only its own loopback (what the task itself serves there, e.g. a browser's DevTools
+  port, is reached by the server through :meth:`SessionNamespace.connect`);
+* a private ``/tmp`` holding its own X socket and directory, and empty folders where the project, the
+  data and the other sessions are (see ``session_init.py``);
+* its own PID namespace, whose init is :mod:`session_init`: when the server ends the session or dies,
+  init exits and the kernel kills every process left in it.
+
+Processes enter with ``nsenter`` and drop to the session user with ``setpriv`` (both util-linux), so
+starting one needs no ``preexec_fn`` and no user switch by the event loop (uvloop cannot do one).
+Needs root (or CAP_SYS_ADMIN); without it :func:`available` says why and sessions fall back to the
+user-only sandbox.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+
+INIT_SCRIPT = Path(__file__).with_name("session_init.py")
+TOOLS = ("unshare", "nsenter", "setpriv")
+#: Sockets of the container runtime a session must never reach.
+CONTROL_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/mintgym-docker.sock",
+                   "/run/containerd/containerd.sock")
+#: Folders never hidden, whatever the project's location: the session needs the system to run apps.
+SYSTEM_DIRS = {Path(p) for p in ("/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/var", "/opt",
+                                 "/home", "/root", "/tmp", "/run", "/dev", "/proc", "/sys", "/srv", "/mnt")}
+CLONE_NEWNET = 0x40000000
+
+
+def available() -> str | None:
+    """None when sessions can have their own namespaces here, else the reason they cannot."""
+    if os.geteuid() != 0:
+        return "namespaces need root; sessions run as the server's user (the container is the boundary)"
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed (util-linux)"
+    return None
+
+
+def hidden_dirs(extra: tuple[str, ...] = ()) -> list[str]:
+    """Folders a session must not see: this project's code, its Python environment, task data."""
+    import mintgym
+
+    project = Path(mintgym.__file__).resolve().parent.parent
+    candidates = [project, Path(sys.prefix).resolve(), project.parent / "shared",
+                  *(Path(p) for p in (os.environ.get("MINTGYM_DATA"),) if p), *(Path(p) for p in extra)]
+    found: list[str] = []
+    for path in candidates:
+        path = path.resolve()
+        if path in SYSTEM_DIRS or not path.is_dir() or str(path) in found:
+            continue
+        found.append(str(path))
+    return found
+
+
+class SessionNamespace:
+    """The namespaces of one session, held by their init process for as long as the session lives."""
+
+    def __init__(self, proc: subprocess.Popen, init_pid: int, root: Path):
+        self._proc = proc
+        self.init_pid = init_pid
+        self.root = root
+
+    @classmethod
+    def start(cls, root: Path, display: int, *, hide: list[str], tmp_size: str = "1g",
+              timeout: float = 15.0) -> "SessionNamespace":
+        """Create the namespaces for a session whose directory is ``root`` and display ``:display``."""
+        reason = available()
+        if reason:
+            raise RuntimeError(f"session namespaces are unavailable: {reason}")
+        argv = ["setpriv", "--pdeathsig", "KILL", "--",
+                "unshare", "--pid", "--fork", "--kill-child", "--net", "--mount", "--propagation", "private",
+                "--mount-proc", "--", sys.executable, "-I", "-S", str(INIT_SCRIPT),
+                "--root", str(root), "--display", str(display), "--tmp-size", tmp_size]
+        for path in hide:
+            argv += ["--hide", path]
+        for path in CONTROL_SOCKETS:
+            argv += ["--mask", path]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+        line = _read_line(proc, timeout)
+        if line != "ready":
+            _stop(proc)
+            raise RuntimeError(f"the session namespace did not start: {line or 'no answer'}")
+        children = psutil.Process(proc.pid).children(recursive=True)
+        init = [c for c in children if c.name() != "unshare"]
+        if not init:
+            _stop(proc)
+            raise RuntimeError("the session namespace's init process is gone")
+        return cls(proc, init[-1].pid, root)
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def command(self, argv: list[str], *, uid: int, gid: int, cwd: Path) -> list[str]:
+        """``argv`` run inside the namespaces as ``uid``:``gid`` with no supplementary groups or capabilities."""
+        return ["nsenter", f"--target={self.init_pid}", "--net", "--mount", "--pid", f"--wd={cwd}", "--",
+                "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all", "--",
+                *argv]
+
+    def connect(self, port: int, host: str = "127.0.0.1", timeout: float = 5.0) -> socket.socket:
+        """A TCP connection from the server to ``host:port`` on the session's own loopback.
+
+        The socket is made by a short-lived thread that enters the session's network namespace (which is
+        per thread); a socket stays in the namespace it was made in, so the server can use it anywhere."""
+        result: dict[str, object] = {}
+
+        def make() -> None:
+            try:
+                with open(f"/proc/{self.init_pid}/ns/net", "rb") as ns:
+                    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+                    if libc.setns(ns.fileno(), CLONE_NEWNET) != 0:
+                        err = ctypes.get_errno()
+                        raise OSError(err, f"setns: {os.strerror(err)}")
+                result["sock"] = socket.create_connection((host, port), timeout=timeout)
+            except OSError as err:
+                result["error"] = err
+
+        thread = threading.Thread(target=make, name="netns-connect", daemon=True)
+        thread.start()
+        thread.join(timeout + 1)
+        if "sock" not in result:
+            raise ConnectionError(f"cannot reach {host}:{port} in the session's network: "
+                                  f"{result.get('error', 'timed out')}")
+        return result["sock"]  # type: ignore[return-value]
+
+    def stop(self) -> None:
+        """End init, and with it every process of the session's PID namespace."""
+        _stop(self._proc)
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+    box: list[str] = []
+    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline().decode(errors="replace").strip()),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return box[0] if box else ""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except (OSError, AttributeError):
+            pass
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, 9)
+        except ProcessLookupError:
+            pass
+        proc.wait()
