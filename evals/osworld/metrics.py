@@ -1,244 +1,167 @@
-"""OSWorld metric functions, written here from their documented meaning: ``metric(result, expected, **options)``.
+"""OSWorld's metric functions by their OSWorld names, with OSWorld's calling convention.
 
-``result`` is what the result getter read from the session (text, a file path, a parsed setting);
-``expected`` is the expected getter's value (usually the task's ``rules`` dict). Each returns a score in
-[0, 1]; a missing file or setting scores 0.
+``metric(name)(result, expected, **options)`` -- ``result`` is what the result getter read from the session
+(text, a file path, a parsed setting), ``expected`` the expected getter's value (often the task's ``rules``
+dict); metrics without an expected getter are called as ``metric(name)(result, **options)``. Scores are
+whatever OSWorld's function returns (float, int, bool, sometimes None); :mod:`.scoring` turns them into
+an episode reward the way OSWorld's ``DesktopEnv.evaluate`` does.
+
+Each exposed metric takes one of two routes (:data:`ROUTES`, also tabled in README.md):
+
+* ``desktop-env``: OSWorld's own function, loaded from the desktop-env package by :mod:`.metric_loader`;
+* ``own``: written here, because desktop-env 1.0.2 lacks it or its code is unsafe to run on session
+  state; each is proven equal to OSWorld's on the differential cases of :mod:`.metric_cases`.
+
+A metric is exposed only once it has differential cases (tests/evals/osworld/test_metrics_differential.py
+checks that every exposed name has at least five).
+
+Example:
+    >>> from mintgym.evals.osworld.metrics import metric
+    >>> metric("exact_match")("42", {"expected": "42"})  # doctest: +SKIP
+    1.0
 """
 
 from __future__ import annotations
 
 import ast
-import re
-import xml.etree.ElementTree as ET
-from pathlib import Path
+import difflib
+from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
-OOR = "{http://openoffice.org/2001/registry}"
+from mintgym.evals.osworld import metric_loader
+
+Metric = Callable[..., Any]
 
 
-def check_include_exclude(result: str | None, rules: dict) -> float:
-    if result is None:
-        return 0.0
-    include = rules.get("include", [])
-    exclude = rules.get("exclude", [])
-    return float(all(s in result for s in include) and not any(s in result for s in exclude))
+def check_play_and_exit(actual_config_path: str, rule: dict) -> int:
+    """VLC's ``play-and-exit`` setting (vlcrc) equals ``rule["expected_play_and_exit"]``.
+
+    OSWorld's function (newer than desktop-env 1.0.2) reads the whole vlcrc as UTF-8, takes the value
+    after the last ``=`` on the last line *containing* ``play-and-exit=`` (commented lines included), with
+    "0" when there is none, and compares it as a string. A missing file raises, as OSWorld's does.
+    """
+    with open(actual_config_path, "rb") as file:
+        text = file.read().decode("utf-8")
+    expected = rule["expected_play_and_exit"]
+    if isinstance(expected, int):
+        expected = str(expected)
+    value = "0"
+    for line in text.split("\n"):
+        if "play-and-exit=" in line:
+            value = line.split("=")[-1].strip()
+    return 1 if value == expected else 0
 
 
-def exact_match(result: Any, rules: dict) -> float:
-    return float(result is not None and result == rules["expected"])
+def check_gnome_favorite_apps(apps_str: str, rule: dict) -> int:
+    """GNOME's favourite apps (``gsettings get`` output) are ``rule["expected"]``, in any order.
+
+    OSWorld's function ``eval``s the command output, which the agent controls; here it is parsed as a
+    Python literal. Every literal (all ``gsettings`` prints for a string array) scores the same; text that
+    is not a literal raises, as ``eval`` does on everything but code.
+    """
+    if not isinstance(apps_str, str):
+        raise TypeError(f"the favourite apps must be text, got {type(apps_str).__name__}")  # as eval() raises
+    apps = ast.literal_eval(apps_str)
+    expected = rule["expected"]
+    if len(apps) != len(expected):
+        return 0
+    return 1 if set(apps) == set(expected) else 0
 
 
-def match_in_list(result: Any, rules: dict) -> float:
-    return float(result is not None and result in rules["expected"])
+OWN: dict[str, tuple[Metric, str]] = {
+    "check_play_and_exit": (check_play_and_exit, "not in desktop-env 1.0.2 (added to OSWorld later)"),
+    "check_gnome_favorite_apps": (check_gnome_favorite_apps,
+                                  "OSWorld's eval()s agent-controlled text; ast.literal_eval here"),
+}
+
+#: The metrics taken from desktop-env as they are (all that the bundled tasks and MintGym's earlier
+#: rewrites name).
+FROM_DESKTOP_ENV = (
+    "check_include_exclude", "exact_match", "match_in_list", "is_in_list", "literal_match", "diff_text_file",
+    "check_json", "check_csv", "check_accessibility_tree", "file_contains", "check_line_number",
+    "compare_pdfs", "is_cookie_deleted", "is_shortcut_on_desktop", "is_expected_active_tab", "check_font_size",
+    "compare_line_spacing", "check_tabstops", "compare_docx_files",
+    "check_config_status", "compare_image_list", "check_brightness_decrease_and_structure_sim",
+    "check_saturation_increase_and_structure_sim",
+    "is_in_vm_clickboard",
+    "compare_pptx_files", "check_image_stretch_and_center", "check_auto_saving_time",
+    "compare_table", "compare_csv",
+    "check_qt_slider_colours", "is_vlc_recordings_folder", "compare_audios",
+    "check_one_instance_when_started_from_file", "is_vlc_playing",
+    "compare_text_file", "compare_config", "is_extension_installed", "check_json_settings",
+    "check_json_keybindings",
+)
+
+#: name -> "desktop-env" or "own".
+ROUTES: dict[str, str] = {**{name: "desktop-env" for name in FROM_DESKTOP_ENV}, **{name: "own" for name in OWN}}
 
 
-def is_in_list(result: Any, rules: dict) -> float:
-    return float(result is not None and rules["expected"] in result)
+class UnknownMetric(KeyError):
+    """A metric name MintGym does not expose."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
-def literal_match(result: Any, expected: Any, ignore_case: bool = False, **_: Any) -> float:
-    if result is None:
-        return 0.0
-    if ignore_case and isinstance(result, str) and isinstance(expected, str):
-        return float(result.lower() == expected.lower())
-    return float(result == expected)
+def _unknown(name: str) -> UnknownMetric:
+    known = sorted(ROUTES)
+    near = difflib.get_close_matches(name, known + sorted(metric_loader.function_index()), n=5, cutoff=0.6)
+    if name in metric_loader.function_index():
+        return UnknownMetric(f"OSWorld metric {name!r} exists in desktop-env but MintGym does not expose it yet "
+                             f"(it has no differential cases); exposed near names: "
+                             f"{', '.join(n for n in near if n in ROUTES) or 'none'}")
+    hint = f"near names: {', '.join(near)}" if near else f"{len(known)} are exposed (see metrics.ROUTES)"
+    return UnknownMetric(f"unknown OSWorld metric {name!r}; {hint}")
 
 
-def check_font_size(font_size: dict | None, rule: dict) -> float:
-    if not font_size:
-        return 0.0
-    size = font_size["default_font_size"]
-    if rule["type"] == "value":
-        return float(size == rule["value"])
-    if rule["type"] == "range":
-        return float(rule["min"] < size < rule["max"])
-    raise ValueError(f"check_font_size: unknown rule type {rule['type']!r}")
+def metric(name: str) -> Metric:
+    """The OSWorld metric function ``name``, called as OSWorld calls it: ``f(result, expected, **options)``.
+
+    Raises:
+        UnknownMetric: the name is not exposed (the message lists near names).
+        metric_loader.DesktopEnvMissing: a desktop-env metric was asked for without the package installed.
+    """
+    route = ROUTES.get(name)
+    if route is None:
+        raise _unknown(name)
+    if route == "own":
+        return OWN[name][0]
+    return metric_loader.load_function(name)
 
 
-def check_auto_saving_time(xcu_path: str | None, rules: dict) -> float:
-    """LibreOffice's AutoSaveTimeIntervall (registrymodifications.xcu) equals ``rules['minutes']``."""
-    if not xcu_path or not Path(xcu_path).exists():
-        return 0.0
-    try:
-        root = ET.parse(xcu_path).getroot()
-    except ET.ParseError:
-        return 0.0
-    for item in root.iter("item"):
-        if item.get(OOR + "path") != "/org.openoffice.Office.Common/Save/Document":
-            continue
-        for prop in item.iter("prop"):
-            if prop.get(OOR + "name") == "AutoSaveTimeIntervall":
-                value = prop.find("value")
-                try:
-                    return float(value is not None and int(value.text or "") == int(rules["minutes"]))
-                except ValueError:
-                    return 0.0
-    return 0.0
+def route_reason(name: str) -> str:
+    """Why ``name`` takes its route (one line, for the README table and ``mintgym`` listings)."""
+    if name not in ROUTES:
+        raise _unknown(name)
+    if ROUTES[name] == "own":
+        return OWN[name][1]
+    module = metric_loader.function_index().get(name, "?")
+    return f"desktop_env.evaluators.metrics.{module}.{name}, unchanged"
 
 
-def check_config_status(config_path: str | None, rule: dict) -> float:
-    """A GIMP ``gimprc`` line ``(key ... value)`` with the expected key and last value."""
-    if not config_path or not Path(config_path).exists():
-        return 0.0
-    keys = rule["key"] if isinstance(rule["key"], list) else [rule["key"]]
-    for line in Path(config_path).read_text(errors="replace").splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        items = line.strip().lstrip("(").rstrip(")").split()
-        if len(items) >= len(keys) + 1 and items[: len(keys)] == keys and items[-1] == rule["value"]:
-            return 1.0
-    return 0.0
+class _Usable(Mapping[str, Metric]):
+    """The exposed metrics that can run here (desktop-env routes only when the package is installed).
+
+    ``name in METRICS`` is cheap: it imports nothing. ``METRICS[name]`` loads the function.
+    """
+
+    def _names(self) -> list[str]:
+        with_package = metric_loader.available()
+        return [n for n, r in ROUTES.items() if r == "own" or with_package]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in ROUTES and (ROUTES[name] == "own" or metric_loader.available())
+
+    def __getitem__(self, name: str) -> Metric:
+        if name not in self:
+            raise KeyError(name)
+        return metric(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
-def _vlcrc_value(path: str | None, key: str) -> str | None:
-    """The active (uncommented) value of ``key`` in a vlcrc, or None when it is not set."""
-    if not path or not Path(path).exists():
-        return None
-    value = None
-    for line in Path(path).read_text(errors="replace").splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#") or "=" not in stripped:
-            continue
-        name, _, val = stripped.partition("=")
-        if name.strip() == key:
-            value = val.strip()
-    return value
-
-
-def _vlc_flag(path: str | None, key: str, expected: Any, default: str) -> float:
-    if not path or not Path(path).exists():
-        return 0.0
-    value = _vlcrc_value(path, key)
-    return float((value if value is not None else default) == str(expected))
-
-
-def check_play_and_exit(path: str | None, rule: dict) -> float:
-    return _vlc_flag(path, "play-and-exit", rule["expected_play_and_exit"], "0")
-
-
-def check_one_instance_when_started_from_file(path: str | None, rule: dict) -> float:
-    return _vlc_flag(path, "one-instance-when-started-from-file",
-                     rule["expected_one_instance_when_started_from_file"], "1")
-
-
-def is_vlc_recordings_folder(path: str | None, rule: dict) -> float:
-    value = _vlcrc_value(path, "input-record-path")
-    return float(value is not None and value.rstrip("/") == rule["recording_file_path"].rstrip("/"))
-
-
-def check_qt_slider_colours(path: str | None, rule: dict) -> float:
-    default = "153;210;153;20;210;20;255;199;15;245;39;29"
-    if not path or not Path(path).exists():
-        return 0.0
-    value = _vlcrc_value(path, "qt-slider-colours") or default
-    if rule["type"] == "match":
-        return float(value == rule["expected_qt_slider_colours"])
-    if rule["type"] == "blackish":
-        try:
-            numbers = [int(v) for v in value.split(";")]
-        except ValueError:
-            return 0.0
-        colours = list(zip(numbers[0::3], numbers[1::3], numbers[2::3]))
-        return float(bool(colours) and all(all(c < 100 for c in rgb) for rgb in colours))
-    raise ValueError(f"check_qt_slider_colours: unknown rule type {rule['type']!r}")
-
-
-def check_gnome_favorite_apps(apps: str | None, rule: dict) -> float:
-    if not apps:
-        return 0.0
-    try:
-        listed = ast.literal_eval(apps.strip().removeprefix("@as "))
-    except (ValueError, SyntaxError):
-        return 0.0
-    return float(sorted(listed) == sorted(rule["expected"]))
-
-
-def file_contains(path: str | None, expected: dict | list[str] | str, **_: Any) -> float:
-    if not path or not Path(path).exists():
-        return 0.0
-    text = Path(path).read_text(errors="replace")
-    if isinstance(expected, dict):
-        expected = expected["expected"]
-    wanted = [expected] if isinstance(expected, str) else expected
-    return float(all(w in text for w in wanted))
-
-
-TIME_OF_DAY = re.compile(r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)")
-
-
-def check_line_number(path: str | None, expected: dict, **_: Any) -> float:
-    """The file has exactly ``expected['expected']`` lines stamped with a time of day (HH:MM:SS)."""
-    if not path or not Path(path).exists():
-        return 0.0
-    lines = Path(path).read_text(errors="replace").splitlines()
-    return float(sum(1 for line in lines if TIME_OF_DAY.search(line)) == int(expected["expected"]))
-
-
-def compare_text_file(path: str | None, expected_path: str | None, ignore_blanks: bool = False,
-                      ignore_case: bool = False, **_: Any) -> float:
-    if not path or not expected_path or not Path(path).exists():
-        return 0.0
-    a, b = Path(path).read_text(errors="replace"), Path(expected_path).read_text(errors="replace")
-    if ignore_blanks:
-        a, b = re.sub(r"\s+", " ", a).strip(), re.sub(r"\s+", " ", b).strip()
-    if ignore_case:
-        a, b = a.lower(), b.lower()
-    return float(a == b)
-
-
-def compare_csv(path: str | None, expected_path: str | None, **_: Any) -> float:
-    if not path or not expected_path or not Path(path).exists():
-        return 0.0
-    rows = lambda p: [line.rstrip("\r") for line in Path(p).read_text(errors="replace").strip().splitlines()]
-    return float(rows(path) == rows(expected_path))
-
-
-def compare_table(path: str | None, expected_path: str | None = None, **_: Any) -> float:
-    """Every sheet's cell values equal (openpyxl, values as computed); rule-based checks are not ported."""
-    if not path or not expected_path or not Path(path).exists():
-        return 0.0
-    import pandas as pd
-
-    try:
-        got = pd.read_excel(path, sheet_name=None)
-        want = pd.read_excel(expected_path, sheet_name=None)
-    except (ValueError, OSError):
-        return 0.0
-    if list(got) != list(want):
-        return 0.0
-    return float(all(got[name].equals(want[name]) for name in want))
-
-
-def compare_docx_files(path: str | None, expected_path: str | None, ignore_blanks: bool = True, **_: Any) -> float:
-    if not path or not expected_path or not Path(path).exists():
-        return 0.0
-    from docx import Document
-
-    def text(p: str) -> list[str]:
-        paras = [para.text for para in Document(p).paragraphs]
-        return [re.sub(r"\s+", " ", t).strip() for t in paras if t.strip()] if ignore_blanks else paras
-
-    try:
-        return float(text(path) == text(expected_path))
-    except (ValueError, KeyError, OSError):
-        return 0.0
-
-
-def check_json_settings(path: str | None, expected: dict, **_: Any) -> float:
-    import json
-
-    if not path or not Path(path).exists():
-        return 0.0
-    try:
-        data = json.loads(Path(path).read_text())
-    except ValueError:
-        return 0.0
-    return float(all(data.get(k) == v for k, v in expected["expected"].items()))
-
-
-METRICS: dict[str, Callable[..., float]] = {f.__name__: f for f in (
-    check_include_exclude, exact_match, match_in_list, is_in_list, literal_match, check_font_size,
-    check_auto_saving_time, check_config_status, check_play_and_exit, check_one_instance_when_started_from_file,
-    is_vlc_recordings_folder, check_qt_slider_colours, check_gnome_favorite_apps, file_contains, check_line_number,
-    compare_text_file, compare_csv, compare_table, compare_docx_files, check_json_settings,
-)}
+METRICS: Mapping[str, Metric] = _Usable()

@@ -12,7 +12,7 @@ from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.evals.osworld.availability import why_unavailable
 from mintgym.evals.osworld.getters import GETTERS
 from mintgym.evals.osworld.loader import OSWorldSpec
-from mintgym.evals.osworld.metrics import METRICS
+from mintgym.evals.osworld.scoring import Evaluation, evaluate, is_fail
 from mintgym.evals.osworld.steps import localize, run_steps
 
 
@@ -47,27 +47,21 @@ class OSWorldTask(Task):
         return None
 
     async def evaluate(self, env: Environment) -> float:
+        return (await self.evaluation(env)).score
+
+    async def evaluation(self, env: Environment) -> Evaluation:
+        """Score the session by OSWorld's ``DesktopEnv.evaluate`` rules (see :mod:`.scoring`), with details."""
         env = self._env(env)
         ev = self.spec.evaluator
-        if ev.infeasible:
-            return 1.0 if env.answer is not None and "FAIL" in env.answer.upper() else 0.0
-        await run_steps(env, ev.postconfig, base=self.spec.path.parent, where="evaluator.postconfig")
-        scores = []
-        for func, result, expected, options in zip(ev.funcs, ev.results, ev.expected, ev.options):
-            result_value = await GETTERS[result["type"]](env, localize(result, env))
-            metric = METRICS[func]
-            if expected is None:
-                score = metric(result_value, **options)
-            else:
-                expected_value = await GETTERS[expected["type"]](env, localize(expected, env))
-                score = metric(result_value, expected_value, **options)
-            score = float(score)
-            if ev.conj == "and" and score == 0.0:
-                return 0.0
-            if ev.conj == "or" and score == 1.0:
-                return 1.0
-            scores.append(score)
-        return sum(scores) / len(scores) if ev.conj == "and" else max(scores)
+
+        async def get(config: dict) -> object:
+            return await GETTERS[config["type"]](env, localize(config, env))
+
+        async def postconfig() -> None:
+            await run_steps(env, ev.postconfig, base=self.spec.path.parent, where="evaluator.postconfig")
+
+        return await evaluate(ev, last_action_failed=is_fail(env.claimed_success, env.answer), get=get,
+                              postconfig=postconfig if ev.postconfig else None)
 
     def has_oracle(self) -> bool:
         from mintgym.evals.osworld.oracles import ORACLES

@@ -1,0 +1,47 @@
+"""MintGym's OSWorld metrics side by side with desktop-env's own functions: one table, per metric.
+
+Builds the differential cases (xlsx, docx, pptx, pdf, png, wav, xcu, vlcrc, json, csv, txt files made on
+the spot) in a temporary folder, runs every exposed metric through ``mintgym.evals.osworld.metrics`` here
+and desktop-env's function in a fresh interpreter (plain ``import desktop_env.evaluators.metrics``), and
+prints the number of cases and disagreements per metric, then each disagreement. Exits 1 on any.
+Needs the osworld extra and desktop-env (README, "OSWorld scoring").
+
+    python benchmarks/osworld_metrics_diff.py [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from mintgym.evals.osworld import metric_loader
+from mintgym.evals.osworld.metric_diff import run, table
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, help="write the input files here and keep them")
+    args = parser.parse_args()
+    if not metric_loader.available():
+        print(f"desktop-env is not installed: {metric_loader.INSTALL_HINT}", file=sys.stderr)
+        return 2
+    warnings.simplefilter("ignore")
+    logging.disable(logging.CRITICAL)  # the metrics log every comparison they make
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = run(args.keep or Path(tmp))
+    print(table(rows))
+    print(f"\n{sum(r.cases for r in rows)} cases in {time.perf_counter() - started:.1f} s")
+    bad = [f"{r.metric}: {d}" for r in rows for d in r.disagreements]
+    for line in bad:
+        print("DISAGREES", line)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
