@@ -86,9 +86,18 @@ class WebEnvironment(Environment):
 
     # ---- lifecycle -----------------------------------------------------------------------------------
     def step_info(self) -> dict[str, Any]:
-        """MiniWoB's own episode record (raw reward, the time-scaled reward, done) when one is running."""
+        """MiniWoB's own episode record (raw reward, the time-scaled reward, done) when one is running.
+
+        When the agent left the MiniWoB task page, the episode ended as its failure: ``failure`` gives the
+        reason and ``agent_fault`` marks it, so rollouts train on it and evaluations never retry it.
+        """
         record = self.task_info.get("miniwob")
-        return {"miniwob": dict(record)} if record else {}
+        if not record:
+            return {}
+        info: dict[str, Any] = {"miniwob": dict(record)}
+        if record.get("left_task_page"):
+            info.update(failure=record["reason"], agent_fault=True)
+        return info
 
     @property
     def screen_size(self) -> tuple[int, int]:
@@ -101,14 +110,16 @@ class WebEnvironment(Environment):
             device_scale_factor=1,
             service_workers="block",
             accept_downloads=False,
+            proxy={"server": self.host.proxy_sink, "bypass": self.policy.proxy_bypass()},
         )
         self.context.set_default_timeout(self.options.goto_timeout_s * 1000)
         # Requests to the host's own server skip the Python round trip: the driver matches this pattern.
         others = re.compile("^(?!" + re.escape(self.host.server_origin + "/") + ")")
         await self.context.route(others, self._route)
         await self.context.route_web_socket("**/*", self._route_ws)
-        await self.context.add_cookies([{"name": "mgsid", "value": self.session_token,
-                                         "url": self.host.server_origin}])
+        # HttpOnly: no page script reads it; Strict: no request from another site (a data: page) carries it.
+        await self.context.add_cookies([{"name": "mgsid", "value": self.session_token, "url": self.host.server_origin,
+                                         "httpOnly": True, "sameSite": "Strict"}])
         self.context.on("page", self._on_page)
         self.main_page = await self.context.new_page()
         self.page = self.main_page
@@ -313,7 +324,7 @@ class WebEnvironment(Environment):
             raise InvalidAction(f"action {action.type!r} is not supported by the web environment")
 
     async def _goto(self, page: Page, url: str) -> None:
-        reason = self.policy.check(url)
+        reason = self.policy.check_goto(url)
         if reason is not None:
             raise InvalidAction(f"goto refused: {reason}")
         timeout = self.options.goto_timeout_s

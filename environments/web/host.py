@@ -13,9 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import shutil
+import socket
+import tempfile
 import weakref
+from pathlib import Path
 from typing import Any, ClassVar
 
+from mintgym.environments.web.browser_user import BrowserLaunch, browser_launch
 from mintgym.environments.web.env import WebEnvironment
 from mintgym.environments.web.options import WebOptions
 from mintgym.environments.web.server import LocalServer, miniwob_mount
@@ -30,7 +35,7 @@ log = logging.getLogger("mintgym.web")
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = (
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
 )
 #: Playwright passes its own ``--disable-features`` list; a second one replaces it, so ours repeats it
@@ -74,6 +79,13 @@ class WebHost(EnvironmentHost):
         self._env_browser: weakref.WeakKeyDictionary[WebEnvironment, Browser] = weakref.WeakKeyDictionary()
         self._lock = asyncio.Lock()
         self._started = False
+        self._sink: socket.socket | None = None
+        self._workdir: Path | None = None
+        #: How Chromium is started (never as root); set at the first launch.
+        self.launcher: BrowserLaunch | None = None
+        #: True when Chromium runs with its own sandbox, False when it could not (see ``sandbox_error``).
+        self.sandbox: bool | None = None
+        self.sandbox_error = ""
 
     # ---- shared resources ----------------------------------------------------------------------------
     @property
@@ -84,11 +96,18 @@ class WebHost(EnvironmentHost):
     def own_ports(self) -> tuple[int, ...]:
         return (self.server.port,)
 
+    @property
+    def proxy_sink(self) -> str:
+        """A loopback address that refuses every connection: the proxy of every session (see UrlPolicy)."""
+        return f"http://127.0.0.1:{self._sink.getsockname()[1]}"
+
     async def start(self) -> None:
         async with self._lock:
             if self._started:
                 return
             await self.server.start()
+            self._sink = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._sink.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused
             self._playwright = await async_playwright().start()
             await self._launch()
             self._started = True
@@ -99,9 +118,23 @@ class WebHost(EnvironmentHost):
                 await asyncio.wait_for(self.browser.close(), 10.0)
             except (TimeoutError, PlaywrightError) as err:  # the old browser is dead: best effort
                 log.debug("closing the dead browser failed: %s", err)
-        self.browser = await self._playwright.chromium.launch(
-            executable_path=self.executable_path, headless=self.headless,
+        if self.launcher is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="mintgym-web-"))
+            self.launcher = browser_launch(self.executable_path, self._workdir)
+        options = dict(
+            executable_path=self.launcher.executable, env=self.launcher.env, headless=self.headless,
             args=[*CHROMIUM_ARGS, "--disable-features=" + ",".join(DISABLED_FEATURES), *self.extra_args])
+        if self.sandbox is not False:
+            try:
+                self.browser = await self._playwright.chromium.launch(chromium_sandbox=True, **options)
+                self.sandbox = True
+            except PlaywrightError as err:  # no user namespaces here (e.g. Docker's default seccomp profile)
+                self.sandbox = False
+                self.sandbox_error = str(err).splitlines()[0][:300]
+                log.warning("Chromium's sandbox is unavailable (%s); running it without, as %s",
+                            self.sandbox_error, self.launcher.user)
+        if self.sandbox is False:
+            self.browser = await self._playwright.chromium.launch(chromium_sandbox=False, **options)
         self.browser_version = self.browser.version
         self.launches += 1
         log.info("launched Chromium %s (launch %d)", self.browser_version, self.launches)
@@ -123,6 +156,12 @@ class WebHost(EnvironmentHost):
                 await self._playwright.stop()
                 self._playwright = None
             await self.server.stop()
+            if self._sink is not None:
+                self._sink.close()
+                self._sink = None
+            if self._workdir is not None:
+                shutil.rmtree(self._workdir, ignore_errors=True)
+                self._workdir = self.launcher = None
             self._started = False
 
     # ---- sessions ------------------------------------------------------------------------------------
@@ -164,5 +203,6 @@ class WebHost(EnvironmentHost):
 
     def describe(self) -> dict[str, Any]:
         return {"browser": self.browser_version, "executable": self.executable_path,
+                "browser_user": self.launcher.user if self.launcher else None, "sandbox": self.sandbox,
                 "isolation": "one browser context per session", "server": self.server_origin,
                 "sessions": self.session_count, "launches": self.launches}

@@ -1,7 +1,9 @@
 """Which URLs a web session may load: the host's own loopback server, plus an explicit allow-list.
 
 The default keeps the browser from becoming an open proxy: agent ``goto`` actions and every request a page
-makes (sub-resources, fetch, forms, redirects) are checked against the same policy.
+makes (sub-resources, fetch, forms, redirects) are checked against the same policy. Agent navigations are
+stricter still (:meth:`UrlPolicy.check_goto`): a ``goto`` may open only http(s) pages and ``about:blank``,
+never ``data:``, ``blob:`` or ``javascript:`` URLs, so the agent cannot load a page of its own making.
 """
 
 from __future__ import annotations
@@ -38,11 +40,39 @@ class UrlPolicy:
     allow_loopback: bool = False
     allow: tuple[str, ...] = ()
 
+    def proxy_bypass(self) -> str:
+        """Chromium's proxy bypass list for this policy: the hosts a session reaches directly.
+
+        Sessions use a proxy that accepts no connection (see ``WebHost``), so any socket Chromium opens on its
+        own (a preconnect for a navigation that routing then blocks) goes nowhere; only the host's servers and
+        the allow-list are reached directly. ``<-loopback>`` removes Chromium's implicit loopback bypass.
+        """
+        entries = [f"127.0.0.1:{port}" for port in sorted(self.own_ports)] + [e.lower() for e in self.allow]
+        if not self.allow_loopback:
+            entries.insert(0, "<-loopback>")
+        return ";".join(entries)
+
+    def check_goto(self, url: str) -> str | None:
+        """None when the agent may navigate to ``url`` (http(s) within :meth:`check`, or about:blank)."""
+        if url == "about:blank":
+            return None
+        try:
+            scheme = urlsplit(url).scheme.lower()
+        except ValueError as err:
+            return f"the URL cannot be parsed: {err}"
+        if scheme not in ("http", "https"):
+            return (f"scheme {scheme or '(none)'!r} is not allowed for navigation (only http, https and "
+                    "about:blank); pages of the agent's own making (data:, blob:, javascript:) are never opened")
+        return self.check(url)
+
     def check(self, url: str) -> str | None:
-        """None when ``url`` may be loaded, else the reason it may not."""
+        """None when ``url`` may be loaded by a page, else the reason it may not."""
         if url in ("about:blank", "about:srcdoc") or url.startswith(("data:", "blob:")):
             return None
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError as err:
+            return f"the URL cannot be parsed: {err}"
         if parts.scheme not in ("http", "https", "ws", "wss"):
             return f"scheme {parts.scheme or '(none)'!r} is not allowed (only http and https)"
         host = (parts.hostname or "").lower()

@@ -16,10 +16,12 @@ the gymnasium environment returns (``WOB_REWARD_GLOBAL``) and the raw one are bo
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from mintgym.action_spaces import ActionModel
 from mintgym.environments.web.task import WebTask
@@ -32,10 +34,14 @@ if TYPE_CHECKING:
 VIEWPORT = (160, 210)  # MiniWoB's task area (the gymnasium environment crops to it)
 FLIGHT_VIEWPORT = (375, 667)
 
-_METADATA_JS = """() => ({done: !!WOB_DONE_GLOBAL, env_reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
-                          reason: WOB_REWARD_REASON === null ? null : String(WOB_REWARD_REASON),
-                          episode: WOB_EPISODE_ID})"""
-_START_JS = """([seed, limit]) => {
+# Reads MiniWoB's globals only from the document this episode started in: the nonce is set by _START_JS and
+# no other document (a new load of the same URL, another task, a page of the agent's making) carries it.
+_METADATA_JS = """(nonce) => {
+  if (window.__mintgymEpisode !== nonce || typeof WOB_DONE_GLOBAL === 'undefined') return null;
+  return {done: !!WOB_DONE_GLOBAL, env_reward: Number(WOB_REWARD_GLOBAL), raw_reward: Number(WOB_RAW_REWARD_GLOBAL),
+          reason: WOB_REWARD_REASON === null ? null : String(WOB_REWARD_REASON), episode: WOB_EPISODE_ID};
+}"""
+_START_JS = """([seed, limit, nonce]) => {
   if (!document.getElementById('mintgym-style')) {
     const style = document.createElement('style');
     style.id = 'mintgym-style';
@@ -49,8 +55,9 @@ _START_JS = """([seed, limit]) => {
   if (seed === null) Math.seedrandom(); else Math.seedrandom(seed);
   core.setDataMode('train');
   core.startEpisodeReal();
+  window.__mintgymEpisode = nonce;
   window.scrollTo(0, 0);
-  return core.EPISODE_MAX_TIME;
+  return [core.EPISODE_MAX_TIME, WOB_EPISODE_ID];
 }"""
 
 
@@ -75,32 +82,73 @@ class MiniWobTask(WebTask):
                                          timeout=60_000)
         seed = rng.randrange(2**31)
         limit = env.options.miniwob_time_limit_ms
-        max_time = await env.evaluate_js(_START_JS, [seed, limit])
+        nonce = secrets.token_hex(16)
+        max_time, episode = await env.evaluate_js(_START_JS, [seed, limit, nonce])
         await page.wait_for_function("() => WOB_TASK_READY === true", timeout=60_000)
         env.task_info["miniwob"] = {"task": self.name, "seed": seed, "episode_max_time_ms": max_time,
                                     "done": False, "env_reward": 0.0, "raw_reward": 0.0, "reason": None}
-        env.task_info["miniwob_deadline"] = time.monotonic() + max_time / 1000 + 1.0
+        env.task_info["miniwob_episode"] = _Episode(url, nonce, episode, time.monotonic() + max_time / 1000 + 1.0)
         return await env.evaluate_js("() => core.getUtterance()")
 
     async def state(self, env: WebEnvironment) -> dict:
-        """MiniWoB's own episode record for this session (and it is stored in ``env.task_info``)."""
-        meta = await env.evaluate_js(_METADATA_JS)
+        """MiniWoB's own episode record for this session (and it is stored in ``env.task_info``).
+
+        The record is read only from the task page this episode started; once the main page shows anything
+        else (another task, a reload, a 404, a page of the agent's making) the episode is over: ``done`` with
+        raw reward 0 and the reason, never an error.
+        """
         info = env.task_info.setdefault("miniwob", {})
-        info.update(done=meta["done"], env_reward=float(meta["env_reward"]),
-                    raw_reward=float(meta["raw_reward"]), reason=meta["reason"])
+        episode: _Episode | None = env.task_info.get("miniwob_episode")
+        if episode is None or info.get("left_task_page"):
+            return info
+        meta = await self._read(env, episode)
+        if meta is None:
+            where = env.main_page.url
+            info.update(done=True, env_reward=0.0, raw_reward=0.0, left_task_page=where,
+                        reason=f"the agent left the task page (the main page shows {where[:200]}); "
+                               "the episode ends with reward 0")
+            return info
+        info.update(done=meta["done"], env_reward=float(meta["env_reward"]), raw_reward=float(meta["raw_reward"]),
+                    reason=meta["reason"])
         return info
+
+    @staticmethod
+    async def _read(env: WebEnvironment, episode: _Episode) -> dict | None:
+        """MiniWoB's globals from this episode's document, or None when the main page shows another one."""
+        from playwright.async_api import Error as PlaywrightError
+
+        parts = urlsplit(env.main_page.url)
+        if f"{parts.scheme}://{parts.netloc}{parts.path}" != episode.url:
+            return None
+        try:
+            meta = await env.evaluate_js(_METADATA_JS, episode.nonce)
+        except PlaywrightError:  # the document went away under the call (a navigation committed)
+            return None
+        if meta is None or meta["episode"] != episode.id + (1 if meta["done"] else 0):
+            return None
+        return meta
 
     async def finished(self, env: WebEnvironment) -> bool:
         if (await self.state(env))["done"]:
             return True
-        deadline = env.task_info.get("miniwob_deadline")
-        return deadline is not None and time.monotonic() > deadline
+        episode: _Episode | None = env.task_info.get("miniwob_episode")
+        return episode is not None and time.monotonic() > episode.deadline
 
     async def evaluate(self, env: WebEnvironment) -> float:
         info = await self.state(env)
         if not info["done"]:
             return 0.0
         return max(0.0, min(1.0, info["raw_reward"]))
+
+
+@dataclass(frozen=True)
+class _Episode:
+    """What identifies the episode a session started: the task page, the document's nonce, MiniWoB's id."""
+
+    url: str
+    nonce: str
+    id: int
+    deadline: float
 
 
 @dataclass

@@ -1,8 +1,14 @@
 """The web apps' JSON API and static pages, with state per session (the ``mgsid`` cookie).
 
 Pages are static HTML + a little JS under ``webapps/<app>/``; the JS reads and changes state through
-``/api/<app>/...``. Every session's browser context carries its own cookie, so sessions never see each
-other's carts, mail or bookings.
+``/api/<app>/...``. Every session's browser context carries its own cookie (``mgsid``: HttpOnly,
+SameSite=Strict), so sessions never see each other's carts, mail or bookings.
+
+The API answers only the app's own pages: a same-origin ``fetch`` (``Sec-Fetch-Site: same-origin``,
+``Sec-Fetch-Dest: empty``, headers a page cannot forge) whose referrer is a page of that app, and for a POST
+an ``Origin`` of this server. A typed URL, a link, a form, an iframe or a page of the agent's making
+(``data:``, another port) gets a 403, so the state the scorer reads changes only through the app's UI.
+Scorers never use this API; they read :class:`AppStore` in the host process.
 """
 
 from __future__ import annotations
@@ -59,8 +65,11 @@ class ApiError(Exception):
 def webapp_routes(store: AppStore) -> list[BaseRoute]:
     """The API routes and one static mount per app (``/shop/``, ``/mail/``, ``/book/``, ``/common/``)."""
 
-    def endpoint(fn: Callable[[SessionState, dict], dict]):
+    def endpoint(app: str, fn: Callable[[SessionState, dict], dict]):
         async def handle(request: Request) -> JSONResponse:
+            refusal = _refusal(request, app)
+            if refusal is not None:
+                return JSONResponse({"error": refusal}, status_code=403)
             token = request.cookies.get("mgsid")
             if not token:
                 return JSONResponse({"error": "no session cookie"}, status_code=401)
@@ -79,21 +88,34 @@ def webapp_routes(store: AppStore) -> list[BaseRoute]:
         return handle
 
     routes: list[BaseRoute] = [
-        Route("/api/shop/state", endpoint(_shop_state), methods=["GET"]),
-        Route("/api/shop/cart", endpoint(_shop_add), methods=["POST"]),
-        Route("/api/shop/remove", endpoint(_shop_remove), methods=["POST"]),
-        Route("/api/shop/order", endpoint(_shop_order), methods=["POST"]),
-        Route("/api/mail/state", endpoint(_mail_state), methods=["GET"]),
-        Route("/api/mail/send", endpoint(_mail_send), methods=["POST"]),
-        Route("/api/mail/star", endpoint(_mail_star), methods=["POST"]),
-        Route("/api/mail/delete", endpoint(_mail_delete), methods=["POST"]),
-        Route("/api/book/state", endpoint(_book_state), methods=["GET"]),
-        Route("/api/book/book", endpoint(_book_book), methods=["POST"]),
-        Route("/api/book/cancel", endpoint(_book_cancel), methods=["POST"]),
+        Route("/api/shop/state", endpoint("shop", _shop_state), methods=["GET"]),
+        Route("/api/shop/cart", endpoint("shop", _shop_add), methods=["POST"]),
+        Route("/api/shop/remove", endpoint("shop", _shop_remove), methods=["POST"]),
+        Route("/api/shop/order", endpoint("shop", _shop_order), methods=["POST"]),
+        Route("/api/mail/state", endpoint("mail", _mail_state), methods=["GET"]),
+        Route("/api/mail/send", endpoint("mail", _mail_send), methods=["POST"]),
+        Route("/api/mail/star", endpoint("mail", _mail_star), methods=["POST"]),
+        Route("/api/mail/delete", endpoint("mail", _mail_delete), methods=["POST"]),
+        Route("/api/book/state", endpoint("book", _book_state), methods=["GET"]),
+        Route("/api/book/book", endpoint("book", _book_book), methods=["POST"]),
+        Route("/api/book/cancel", endpoint("book", _book_cancel), methods=["POST"]),
     ]
     for name in (*APPS, "common"):
         routes.append(Mount(f"/{name}", app=StaticFiles(directory=APPS_DIR / name, html=True), name=name))
     return routes
+
+
+def _refusal(request: Request, app: str) -> str | None:
+    """Why ``request`` may not use ``app``'s API (None when it is a fetch from one of that app's pages)."""
+    headers = request.headers
+    if headers.get("sec-fetch-site") != "same-origin" or headers.get("sec-fetch-dest") != "empty":
+        return f"the {app} API answers only fetches from the {app} app's own pages"
+    origin = f"{request.url.scheme}://{request.url.netloc}"
+    if not headers.get("referer", "").startswith(f"{origin}/{app}/"):
+        return f"the {app} API answers only the {app} app's own pages"
+    if request.method != "GET" and headers.get("origin") != origin:
+        return f"the {app} API takes changes only from this server's pages"
+    return None
 
 
 def _int(body: dict, key: str) -> int:
