@@ -126,3 +126,15 @@ def run_split(steps: Iterable[Mind2WebStep], make_agent: Callable[[], Agent], ou
 
     write_report(folder / "report.html", results)
     return results
+
+
+def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], out: str | Path,
+              describe: dict[str, Any] | None = None, **_: Any) -> str:
+    """``mintgym eval --suite mind2web-test-{task,website,domain} --data PATH``: the paper's table as text."""
+    from mintgym.evals.mind2web.data import SPLITS, iter_steps
+    from mintgym.evals.mind2web.report import paper_table
+
+    split = name.removeprefix("mind2web-").replace("-", "_")
+    if split not in SPLITS:
+        raise ValueError(f"unknown Mind2Web suite {name!r}; known: {', '.join('mind2web-' + s.replace('_', '-') for s in SPLITS)}")
+    return paper_table([run_split(iter_steps(data, split), make_agent, out, split, describe=describe)])

@@ -150,3 +150,25 @@ async def _play_all(url: str, tasks: Sequence[OnlineTask], built: list[OnlineMin
                 (folder / "error.txt").write_text(str(traj.error))
             folders.append(folder)
     return folders
+
+
+def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], out: str | Path,
+              allow_internet: bool = False, describe: dict[str, Any] | None = None, max_steps: int | None = None,
+              max_seconds: float | None = None, **_: Any) -> str:
+    """``mintgym eval --suite online-mind2web --data TASK_LIST --allow-internet``: play every task live, write
+    the result folders and ``results.json`` (task, level, folder, error); judging is a separate step."""
+    import json
+
+    from mintgym.evals.online_mind2web.results import load_tasks
+
+    tasks = list(load_tasks(data).values())
+    folders = run_live(tasks, make_agent, out, allow_internet=allow_internet, max_steps=max_steps or 30,
+                       max_seconds=max_seconds)
+    rows = [{"task_id": t.task_id, "level": t.level, "folder": str(f),
+             "error": (f / "error.txt").read_text() if (f / "error.txt").is_file() else None}
+            for t, f in zip(tasks, folders)]
+    (Path(out) / "results.json").write_text(json.dumps({"benchmark": name, "config": dict(describe or {}),
+                                                         "tasks": rows}, indent=1))
+    errors = sum(r["error"] is not None for r in rows)
+    return (f"{len(rows)} tasks played ({errors} with errors); results in {Path(out) / 'results'}. Judge them: "
+            f"mintgym report webjudge --results {Path(out) / 'results'} --base-url URL --model MODEL")

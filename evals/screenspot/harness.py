@@ -116,3 +116,19 @@ def read_predictions(path: Path, key: str = "id") -> dict[str, dict[str, Any]]:
                 continue
             done[str(record[key])] = record
     return done
+
+
+#: Suite name -> the dataset version it reads.
+SUITE_VERSIONS = {"screenspot": "v1", "screenspot-v2": "v2", "screenspot-pro": "pro"}
+
+
+def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], out: str | Path,
+              describe: dict[str, Any] | None = None, concurrency: int = 1, **_: Any) -> str:
+    """``mintgym eval --suite screenspot[-v2|-pro] --data PATH``: run it and return its tables as text."""
+    from mintgym.evals.screenspot.data import load_screenspot
+    from mintgym.evals.screenspot.report import render_text
+
+    if name not in SUITE_VERSIONS:
+        raise ValueError(f"unknown ScreenSpot suite {name!r}; known: {', '.join(SUITE_VERSIONS)}")
+    samples = load_screenspot(data, SUITE_VERSIONS[name])
+    return render_text(run_screenspot(samples, make_agent, out, concurrency=concurrency, describe=describe))

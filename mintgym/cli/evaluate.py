@@ -14,6 +14,14 @@ from typing import Any
 
 import typer
 
+#: Suites over a local dataset (``--data``), run by their benchmark's own harness instead of env servers.
+DATA_HARNESSES = {
+    **dict.fromkeys(("screenspot", "screenspot-v2", "screenspot-pro"), "mintgym.evals.screenspot.harness:run_suite"),
+    **dict.fromkeys(("mind2web-test-task", "mind2web-test-website", "mind2web-test-domain"),
+                    "mintgym.evals.mind2web.harness:run_suite"),
+    "online-mind2web": "mintgym.evals.online_mind2web.live:run_suite",
+}
+
 
 def register(app: typer.Typer) -> None:
     app.command("eval")(evaluate)
@@ -49,6 +57,10 @@ def evaluate(
     max_seconds: float | None = typer.Option(None, help="wall-clock budget of one episode"),
     retry_errors: bool = typer.Option(False, help="re-run episodes that ended in error instead of keeping them"),
     progress: bool = typer.Option(True, help="show a progress bar"),
+    data: Path | None = typer.Option(None, help="the local dataset of a data suite (screenspot*, mind2web-*, "
+                                                "online-mind2web: its task list)"),
+    allow_internet: bool = typer.Option(False, "--allow-internet", help="online-mind2web: let the browser reach "
+                                                                          "each task's live website"),
 ) -> None:
     """Evaluate an agent on a suite or on given tasks, in parallel and resumably."""
     from mintgym.agents import make_agent
@@ -58,12 +70,15 @@ def evaluate(
 
     if (suite is None) == (tasks is None):
         raise typer.BadParameter("give exactly one of --suite and --tasks")
+    data_harness = DATA_HARNESSES.get(suite or "")
+    if (data is None) != (data_harness is None):
+        raise typer.BadParameter(f"--data is for the data suites ({', '.join(DATA_HARNESSES)}), and they need it")
     try:
-        benchmark = resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
+        benchmark = None if data_harness else resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
     except (ValueError, MintGymError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
-    if max_steps is not None:
+    if benchmark is not None and max_steps is not None:
         benchmark = dataclasses.replace(benchmark, max_steps=max_steps)
     urls = _env_urls(env_url)
     describe: dict[str, Any] = {"agent": agent}
@@ -97,6 +112,11 @@ def evaluate(
     except (ValueError, TypeError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
+    if data_harness is not None:
+        _run_data_suite(data_harness, suite, data=data, make_agent=lambda: make_agent(agent, **options), out=out,
+                        describe=describe, concurrency=concurrency, allow_internet=allow_internet,
+                        max_steps=max_steps, max_seconds=max_seconds, engine=built_engine)
+        return
     config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
                         env_url=urls, token=token, max_seconds=max_seconds, retry_errors=retry_errors,
                         progress=progress, describe=describe)
@@ -117,6 +137,23 @@ def evaluate(
                    f"95% CI {100 * lo:.1f}-{100 * hi:.1f}%), mean reward {overall['mean_reward']:.3f}, "
                    f"{overall['errors']['count']} errors")
     typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
+
+
+def _run_data_suite(target: str, suite: str, *, engine: Any, **options: Any) -> None:
+    import importlib
+
+    from mintgym.errors import MintGymError
+
+    module, _, name = target.partition(":")
+    try:
+        typer.echo(getattr(importlib.import_module(module), name)(suite, **options))
+    except (ValueError, OSError, MintGymError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    finally:
+        if engine is not None:
+            engine.close()
+    typer.echo(f"results under {options['out']}")
 
 
 def _env_urls(values: list[str]) -> str | dict[str, str] | None:

@@ -99,3 +99,31 @@ def online_mind2web(
     except (OSError, ValueError) as err:
         _fail(str(err))
     typer.echo(render_text(table))
+
+
+@report_app.command("webjudge")
+def webjudge(
+    results: Path = typer.Option(..., help="a folder of <task_id>/result.json + trajectory/*.png (the official format)"),
+    base_url: str = typer.Option(..., help="an OpenAI-compatible server, e.g. https://api.openai.com/v1"),
+    model: str | None = typer.Option(None, help="the judge model (default: the server's first)"),
+    api_key: str | None = typer.Option(None, envvar="MINTGYM_JUDGE_API_KEY", help="the server's key"),
+    score_threshold: int = typer.Option(3, min=1, max=5, help="keep screenshots rated at least this (1-5)"),
+    tasks: Path | None = typer.Option(None, help="a task list: also print success rates per level"),
+    agent: str = typer.Option("agent", help="the name the success rates are printed under"),
+) -> None:
+    """Judge result folders with WebJudge; each verdict goes to <task_id>/judge.json (judged folders are kept)."""
+    from mintgym.errors import MintGymError
+    from mintgym.evals.online_mind2web.judge import WebJudge, judge_results
+    from mintgym.inference.openai import OpenAIEngine
+
+    engine = OpenAIEngine(base_url, model, api_key=api_key, return_token_ids=False)
+    try:
+        verdicts = judge_results(results, WebJudge(engine, score_threshold=score_threshold))
+    except (OSError, ValueError, MintGymError) as err:
+        _fail(str(err))
+    finally:
+        engine.close()
+    wins = sum(v.success for v in verdicts)
+    typer.echo(f"{wins}/{len(verdicts)} tasks judged successful")
+    if tasks is not None:
+        online_mind2web(tasks=tasks, labels=None, verdicts=results, agent=agent)

@@ -8,19 +8,24 @@ photographer" into the search box, whose box is among the real row's candidates)
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from PIL import Image
+from typer.testing import CliRunner
 
 from mintgym.action_spaces import Absolute, Normalized1000
+from mintgym.cli import app
 from mintgym.evals.mind2web.data import iter_steps, parse_box, step_from_row
 from mintgym.evals.mind2web.harness import run_split, viewport_top
 from mintgym.evals.mind2web.metrics import aggregate, op_f1
 from mintgym.policy import AgentStep
 
-SEEACT = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "mind2web" / "seeact_textual_choice"
+REPO = Path(__file__).resolve().parents[3]
+SEEACT = REPO.parent / "shared" / "data" / "mind2web" / "seeact_textual_choice"
 SEARCH_BOX = "8885"  # the "Search on Thumbtack" input among the real row's candidates
 
 
@@ -179,3 +184,22 @@ def test_bad_rows_name_the_problem():
         step_from_row(row, "row 3")
     with pytest.raises(FileNotFoundError, match="no test_domain-"):
         list(iter_steps(SEEACT, "test_domain"))
+
+
+def test_mintgym_eval_runs_the_split_with_the_vlm_agent_and_report_prints_the_paper_columns(data, tmp_path,
+                                                                                             serve_app):
+    spec = importlib.util.spec_from_file_location("m2w_model_server", REPO / "tests" / "agents" / "model_server.py")
+    server_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(server_module)
+    server = serve_app(server_module.create_app())
+    script = ["click(x=290, y=623)", 'type(text="wedding photographer")', "click(x=633, y=623)", "done()"]
+    httpx.post(f"{server}/control/m2w", json=script).raise_for_status()  # the TYPE step, then the CLICK step
+    args = ["eval", "--suite", "mind2web-test-task", "--data", str(data), "--agent", "vlm", "--engine", "openai",
+            "--base-url", f"{server}/script-m2w/v1", "--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "test_task      1      2     100.0   100.0    100.0  100.0" in result.output
+    saved = tmp_path / "run" / "test_task" / "results.json"
+    assert json.loads(saved.read_text())["frames"] == ["absolute"]
+    report = CliRunner().invoke(app, ["report", "mind2web", "--results", str(saved)])
+    assert report.exit_code == 0 and "Ele. Acc" in report.output and "100.0" in report.output

@@ -4,19 +4,26 @@ its own frame, as Qwen2.5-VL, UI-TARS and 0-1 models do)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
 
+import httpx
+
 import numpy as np
 import pytest
 from PIL import Image
+from typer.testing import CliRunner
 
 from mintgym.agents.vlm import VLMAgent
+from mintgym.cli import app
 from mintgym.evals.screenspot.data import load_screenspot
 from mintgym.evals.screenspot.harness import run_screenspot
 from mintgym.inference.base import InferenceEngine
 from mintgym.inference.types import Generation, GenerationRequest
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _png(path: Path, size: tuple[int, int]) -> None:
@@ -184,3 +191,29 @@ def test_unparseable_answers_are_wrong_format_and_runs_resume(tmp_path):
     assert len(model.shown) == 1  # the first sample was not asked again
     lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 2 and re.search(r'"frame": "absolute"', lines[1])
+
+
+def scripted_model_server():
+    """The project's scripted OpenAI-compatible model server (tests/agents/model_server.py), loaded by path."""
+    spec = importlib.util.spec_from_file_location("m2_model_server", REPO / "tests" / "agents" / "model_server.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.create_app()
+
+
+def test_mintgym_eval_runs_the_screenspot_pro_suite_with_the_vlm_agent(tmp_path, serve_app):
+    _pro_layout(tmp_path / "data")
+    server = serve_app(scripted_model_server())
+    # the centres of the two boxes on the 0-1000 grid of the 1280x800 screenshots (UI-TARS style)
+    httpx.post(f"{server}/control/pro", json=["click(x=508, y=400)", "click(x=22, y=960)"]).raise_for_status()
+    args = ["eval", "--suite", "screenspot-pro", "--data", str(tmp_path / "data"), "--agent", "vlm", "--engine",
+            "openai", "--base-url", f"{server}/script-pro/v1", "--frame", "normalized_1000", "--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "group:Dev" in result.output and "overall        2      2             0     100.0" in result.output
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert saved["frames"] == ["normalized_1000"] and saved["config"]["engine"] == "openai"
+    rescored = CliRunner().invoke(app, ["report", "screenspot", "--predictions", str(tmp_path / "run" / "results.json")])
+    assert rescored.exit_code == 0 and "2/2 match the stored correctness" in rescored.output
+    missing = CliRunner().invoke(app, ["eval", "--suite", "screenspot-pro", "--agent", "vlm"])
+    assert missing.exit_code == 2 and "--data is for the data suites" in missing.output
