@@ -169,6 +169,11 @@ def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], o
             for t, f in zip(tasks, folders)]
     (Path(out) / "results.json").write_text(json.dumps({"benchmark": name, "config": dict(describe or {}),
                                                          "tasks": rows}, indent=1))
+    from mintgym.evals.screenspot.report import page, rows_to_html
+
+    table = rows_to_html(("task", "level", "result folder", "error"),
+                         [[r["task_id"], r["level"], r["folder"], r["error"]] for r in rows])
+    (Path(out) / "report.html").write_text(page("Online-Mind2Web run (to be judged)", [("Tasks", table)]))
     errors = sum(r["error"] is not None for r in rows)
     return (f"{len(rows)} tasks played ({errors} with errors); results in {Path(out) / 'results'}. Judge them: "
             f"mintgym report webjudge --results {Path(out) / 'results'} --base-url URL --model MODEL")

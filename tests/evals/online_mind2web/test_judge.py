@@ -155,3 +155,17 @@ def test_write_result_from_a_trajectory(tmp_path):
     assert np.asarray(Image.open(images[2]))[0, 0, 0] == 30
     with pytest.raises(FileNotFoundError, match="no result.json"):
         read_result(tmp_path)
+
+
+def test_cli_webjudge_judges_a_results_folder_and_prints_rates(tmp_path, serve_app):
+    calls: list[dict] = []
+    url = serve_app(judge_app(calls))
+    _result_folder(tmp_path / "results")
+    out = CliRunner().invoke(app, ["report", "webjudge", "--results", str(tmp_path / "results"), "--base-url", url,
+                                   "--tasks", str(TASKS), "--agent", "example"])
+    assert out.exit_code == 0, out.output
+    assert "1/1 tasks judged successful" in out.output
+    assert next(line for line in out.output.splitlines() if line.startswith("example")).split()[5] == "100.0"
+    empty = CliRunner().invoke(app, ["report", "webjudge", "--results", str(tmp_path / "results" / "x"),
+                                     "--base-url", url])
+    assert empty.exit_code == 2 and "error:" in empty.output

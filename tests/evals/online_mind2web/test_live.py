@@ -57,6 +57,29 @@ def test_a_live_task_on_a_loopback_site_writes_the_official_result(tmp_path, ser
     assert again == [folder] and json.loads((folder / "result.json").read_text()) == result
 
 
+@pytest.mark.web
+def test_the_online_suite_through_mintgym_eval(tmp_path, serve_app):
+    from typer.testing import CliRunner
+
+    from mintgym.cli import app
+
+    url = serve_app(site()) + "/"
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps([{"task_id": "loop-1", "confirmed_task": "Open the overview.", "website": url,
+                                  "reference_length": 2, "level": "medium"}]))
+    args = ["eval", "--suite", "online-mind2web", "--data", str(tasks), "--agent", "random", "--max-steps", "2",
+            "--out", str(tmp_path / "run")]
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2 and "--allow-internet" in refused.output
+    result = CliRunner().invoke(app, [*args, "--allow-internet"])
+    assert result.exit_code == 0, result.output
+    assert "1 tasks played (0 with errors)" in result.output
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert saved["tasks"][0]["task_id"] == "loop-1" and saved["tasks"][0]["level"] == "medium"
+    assert (tmp_path / "run" / "results" / "loop-1" / "result.json").is_file()
+    assert "loop-1" in (tmp_path / "run" / "report.html").read_text()
+
+
 def test_live_runs_need_the_opt_in(tmp_path):
     task = OnlineTask("t", "x", "https://www.discogs.com/", "easy")
     with pytest.raises(PermissionError, match="--allow-internet"):
