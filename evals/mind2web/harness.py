@@ -56,6 +56,8 @@ def instruction_text(step: Mind2WebStep) -> str:
 
 def show(step: Mind2WebStep, viewport: tuple[int, int] = VIEWPORT) -> tuple[np.ndarray, int]:
     """The viewport image shown for ``step`` and its top offset in page pixels."""
+    if not hasattr(step.screenshot, "convert"):
+        raise ValueError(f"step {step.key} has no screenshot image (got {type(step.screenshot).__name__})")
     page = step.screenshot.convert("RGB")
     target = step.positives[0].box if step.positives and step.positives[0].box else None
     top = viewport_top(page.height, (target[1] + target[3]) / 2 if target else None, viewport[1])

@@ -103,6 +103,17 @@ def test_rows_read_from_the_published_layout(data):
     assert len(click.candidates) == 1 + 467
 
 
+def test_a_save_to_disk_copy_reads_the_same(data, tmp_path):
+    import datasets
+
+    parquet = str(next((data / "data").glob("*.parquet")))
+    datasets.DatasetDict({"test_task": datasets.Dataset.from_parquet(parquet)}).save_to_disk(str(tmp_path / "disk"))
+    steps = list(iter_steps(tmp_path / "disk", "test_task"))
+    assert [s.key for s in steps] == [s.key for s in iter_steps(data, "test_task")]
+    with pytest.raises(ValueError, match="has no split 'test_domain'"):
+        list(iter_steps(tmp_path / "disk", "test_domain"))
+
+
 def test_click_inside_the_gold_search_button_scores_element_and_step(data, tmp_path):
     steps = list(iter_steps(data, "test_task"))[1:]
     agent = Answers({"c69cbea4-7231-42f7-b5fc-e0fac8f781e9": ["click(x=633, y=623)", "done()"]})
