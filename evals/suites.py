@@ -96,7 +96,25 @@ def _check_filter(select: dict[str, Any], where: str) -> None:
 
 
 def suite_names() -> list[str]:
-    return sorted(load_table())
+    return sorted({**load_table(), **osworld_list_suites()})
+
+
+def osworld_list_suites() -> dict[str, SuiteSpec]:
+    """OSWorld's own task lists of the OSWorld root in use (``test_all.json`` -> suite ``osworld-test_all``)."""
+    from mintgym.evals.osworld.loader import OSWorldRootError, osworld_root, task_lists
+
+    try:
+        root = osworld_root()
+        lists = task_lists(root) if root else {}
+    except (OSWorldRootError, ValueError):
+        return {}
+    suites = {}
+    for stem, by_app in lists.items():
+        ids = sorted(f"osworld/{app}/{task_id}" for app, task_ids in by_app.items() for task_id in task_ids)
+        suites[f"osworld-{stem}"] = SuiteSpec(
+            f"osworld-{stem}", f"OSWorld's {stem}.json list from {root} ({len(ids)} tasks)", {"ids": ids},
+            action_set="desktop", max_steps=None)
+    return suites
 
 
 def matches(task: Any, select: dict[str, Any]) -> bool:
@@ -125,7 +143,7 @@ def resolve_suite(name: str, tasks: Iterable[Any] | None = None) -> Benchmark:
     Raises:
         ValueError: the suite is unknown (the message lists the suites) or selects no task.
     """
-    table = load_table()
+    table = {**load_table(), **osworld_list_suites()}
     if name not in table:
         raise ValueError(f"unknown suite {name!r}; suites: {', '.join(sorted(table))}")
     spec = table[name]

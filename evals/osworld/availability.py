@@ -8,6 +8,7 @@ import shutil
 import urllib.parse
 from pathlib import Path
 
+from mintgym.evals.osworld import files
 from mintgym.evals.osworld.getters import GETTERS
 from mintgym.evals.osworld.loader import OSWorldSpec, Step
 from mintgym.evals.osworld.metrics import METRICS
@@ -40,8 +41,7 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
     if spec.id in KNOWN_BLOCKERS:
         return KNOWN_BLOCKERS[spec.id]
     ev = spec.evaluator
-    if ev.infeasible:
-        return None
+    # Infeasible tasks are checked like the others: their config steps still have to run here.
     # A step installing packages that are installed already changes nothing: it needs neither sudo
     # nor the network here.
     steps = [s for s in _steps(spec) if not preinstalled_apt(s.parameters.get("command"))]
@@ -53,9 +53,11 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
             return f"config step {step.type!r} is not supported offline"
         if step.type == "download":
             for item in step.parameters.get("files", []):
-                url = str(item.get("url", ""))
+                url, path = str(item.get("url", "")), str(item.get("path", ""))
                 if not is_local_url(url):
-                    return f"downloads its files from {urllib.parse.urlparse(url).hostname} (needs the internet)"
+                    reason = files.availability(url, path, spec.id)
+                    if reason:
+                        return reason
         if step.type in ("launch", "execute", "command"):
             prog = None if step.parameters.get("shell") else program_of(step.parameters.get("command", ""))
             if prog and prog not in SESSION_HELPERS and prog not in CONTROLLER_HELPERS and shutil.which(prog) is None:
@@ -68,10 +70,14 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
             return f"evaluator getter {kind!r} is not implemented offline"
         if kind in ("cache_file", "cloud_file"):
             urls = getter.get("path") or getter.get("url") or ""
-            for url in urls if isinstance(urls, list) else [urls]:
+            dests = getter.get("dest") or ""
+            urls, dests = (urls, dests) if isinstance(urls, list) else ([urls], [dests])
+            for url, dest in zip(urls, dests if isinstance(dests, list) else [dests] * len(urls)):
                 if not is_local_url(str(url)):
-                    return f"its reference files come from {urllib.parse.urlparse(str(url)).hostname} (needs the internet)"
-    for func in ev.funcs:
+                    reason = files.reference_availability(str(url), str(dest), spec.id)
+                    if reason:
+                        return reason.replace("downloads its files", "its reference files come")
+    for func in () if ev.infeasible else ev.funcs:
         if func not in METRICS:
             return f"metric {func!r} is not implemented offline"
     if "{CLIENT_PASSWORD}" in text or re.search(r"\bsudo\b", text):

@@ -14,6 +14,7 @@ import json
 from typing import Any, Awaitable, Callable
 
 from mintgym.environments.desktop.env import DesktopEnvironment
+from mintgym.evals.osworld import files
 
 CHROME_PREFS = ".config/google-chrome/Default/Preferences"
 
@@ -80,12 +81,30 @@ async def vlc_config(env: DesktopEnvironment, config: dict) -> str | None:
     return str(copy) if copy else None
 
 
-async def cache_file(env: DesktopEnvironment, config: dict) -> str | None:
-    """A reference file given by a local path or ``file://`` URL (remote URLs make a task unavailable)."""
-    from mintgym.evals.osworld.steps import local_source
+async def cache_file(env: DesktopEnvironment, config: dict) -> str | list[str | None] | None:
+    """Reference files of the evaluator: local paths or ``file://`` URLs as they are, remote ones through
+    the file cache (:mod:`.files`: OSWorld's ``cache/<task>/<dest>`` layout, a mirror, or the network
+    where allowed). None for one that cannot be had."""
+    from mintgym.evals.osworld.steps import is_local_url, local_source
 
-    src = local_source(config.get("path") or config["url"])
-    return str(src) if src.is_file() else None
+    urls = config.get("path") or config.get("url")
+    dests = config.get("dest")
+    many = isinstance(urls, list)
+    urls = urls if many else [urls]
+    dests = dests if isinstance(dests, list) else [dests] * len(urls)
+    found: list[str | None] = []
+    for url, dest in zip(urls, dests):
+        if is_local_url(str(url)):
+            src = local_source(str(url))
+            found.append(str(src) if src.is_file() else None)
+            continue
+        try:
+            path = await asyncio.to_thread(files.fetch_reference, str(url), str(dest or ""),
+                                           getattr(env, "osworld_task", None) or "shared")
+            found.append(str(path))
+        except files.DownloadUnavailable:
+            found.append(None)
+    return found if many else found[0]
 
 
 GETTERS: dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]] = {

@@ -1,7 +1,11 @@
 """Read OSWorld task JSON files into typed specs; malformed files fail with the file and field named.
 
-The data lives outside the repository: ``$MINTGYM_DATA/osworld/examples`` or
-``<repo>/../shared/data/osworld/examples``.
+Where the tasks come from, first match wins:
+
+* ``$MINTGYM_OSWORLD_ROOT`` (set by ``--osworld-root`` and :func:`use_root`): OSWorld's own
+  ``evaluation_examples/`` folder exactly as OSWorld ships it (``examples/<app>/<id>.json`` and the
+  ``test_*.json`` lists); a wrong path is an error, never a silent fall-back;
+* ``$MINTGYM_DATA/osworld`` or ``<repo>/../shared/data/osworld`` (the same layout).
 """
 
 from __future__ import annotations
@@ -53,6 +57,65 @@ class OSWorldSpec:
     path: Path = field(default=Path(), compare=False)
 
 
+ROOT_VARIABLE = "MINTGYM_OSWORLD_ROOT"
+
+
+class OSWorldRootError(ValueError):
+    """A path given as OSWorld's evaluation_examples folder that is not one; the message says what was expected."""
+
+
+def check_root(path: str | Path) -> Path:
+    """``path`` as an OSWorld ``evaluation_examples`` folder, or :class:`OSWorldRootError` naming what is missing."""
+    root = Path(path).expanduser()
+    expected = "OSWorld's evaluation_examples folder (examples/<app>/<id>.json, test_all.json ...)"
+    if not root.is_dir():
+        raise OSWorldRootError(f"--osworld-root {root}: no such folder; expected {expected}")
+    if root.name == "examples" and not (root / "examples").is_dir() and any(root.glob("*/*.json")):
+        raise OSWorldRootError(f"--osworld-root {root}: this is the examples/ folder; give its parent, {expected}")
+    if not (root / "examples").is_dir():
+        raise OSWorldRootError(f"--osworld-root {root}: has no examples/ folder; expected {expected}")
+    if not any((root / "examples").glob("*/*.json")):
+        raise OSWorldRootError(f"--osworld-root {root}: examples/ holds no <app>/<id>.json task file")
+    return root.resolve()
+
+
+def use_root(path: str | Path) -> Path:
+    """Read OSWorld tasks from ``path`` (an ``evaluation_examples`` folder) from now on, in this process and
+    in the env servers it starts; the registry's ``osworld`` pack is reloaded."""
+    root = check_root(path)
+    os.environ[ROOT_VARIABLE] = str(root)
+    from mintgym.env import registration
+
+    registration.reload_pack("osworld")
+    return root
+
+
+def osworld_root() -> Path | None:
+    """The evaluation_examples folder in use (see the module docstring); None when there is none."""
+    explicit = os.environ.get(ROOT_VARIABLE)
+    if explicit:
+        return check_root(explicit)
+    data = data_root()
+    return data / "osworld" if data else None
+
+
+def task_lists(root: Path | None = None) -> dict[str, dict[str, list[str]]]:
+    """OSWorld's task lists of a root (``test_all``, ``test_small``, ``test_nogdrive``, ``test_infeasible`` ...):
+    name -> {app: [task ids]}. A malformed list names its file."""
+    root = root or osworld_root()
+    found: dict[str, dict[str, list[str]]] = {}
+    for file in sorted(Path(root).glob("test_*.json")) if root else []:
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise OSWorldFormatError(f"{file}: not valid JSON ({err})") from None
+        if not isinstance(data, dict) or not all(isinstance(v, list) and all(isinstance(i, str) for i in v)
+                                                 for v in data.values()):
+            raise OSWorldFormatError(f"{file}: a test list must map each app to a list of task ids")
+        found[file.stem] = {str(app): list(ids) for app, ids in data.items()}
+    return found
+
+
 def data_root() -> Path | None:
     """The shared data folder: $MINTGYM_DATA, else <repo>/../shared/data; None when neither exists."""
     env = os.environ.get("MINTGYM_DATA")
@@ -66,8 +129,8 @@ def data_root() -> Path | None:
 
 
 def examples_dir() -> Path | None:
-    root = data_root()
-    return root / "osworld" / "examples" if root else None
+    root = osworld_root()
+    return root / "examples" if root else None
 
 
 def _need(obj: dict, key: str, kind: type | tuple[type, ...], where: str, file: Path) -> Any:

@@ -1,7 +1,8 @@
 """Run OSWorld config/postconfig steps on a desktop session, offline and inside its sandbox.
 
-Every command runs as the session's unprivileged user with HOME in the session directory. Downloads
-come only from local paths, ``file://`` URLs or a loopback HTTP server.
+Every command runs as the session's unprivileged user with HOME in the session directory, inside the
+session's namespaces. Downloads come from local paths, ``file://`` URLs, or over HTTP(S) through the
+file cache of :mod:`.files` (cache, mirror, or the network where allowed).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import subprocess
 import shlex
 import shutil
 import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from mintgym.environments.desktop.env import OSWORLD_HOME, DesktopEnvironment
+from mintgym.evals.osworld import files
 from mintgym.evals.osworld.loader import Step
 
 SUPPORTED_STEPS = ("launch", "open", "execute", "command", "sleep", "download", "activate_window", "close_window")
@@ -114,18 +115,18 @@ def _alias_kill(command: list[str]) -> list[str]:
 
 
 async def run_steps(env: DesktopEnvironment, steps: tuple[Step, ...], *, base: Path | None = None,
-                    where: str = "config") -> None:
+                    where: str = "config", task_id: str = "shared") -> None:
     for i, step in enumerate(steps):
         params = localize(step.parameters, env)
         try:
-            await _run_step(env, step.type, params, base)
+            await _run_step(env, step.type, params, base, task_id)
         except ConfigStepFailed as err:
             raise ConfigStepFailed(f"{where}[{i}] ({step.type}): {err}") from None
         except (KeyError, TypeError) as err:
             raise ConfigStepFailed(f"{where}[{i}] ({step.type}): bad parameters {params!r}: {err}") from None
 
 
-async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path | None) -> None:
+async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path | None, task_id: str) -> None:
     if kind == "sleep":
         await asyncio.sleep(float(params["seconds"]))
     elif kind == "launch":
@@ -159,7 +160,7 @@ async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path
             raise ConfigStepFailed(f"command {command!r} exited with code {result.returncode}: {tail}")
     elif kind == "download":
         for item in params["files"]:
-            await _download(env, item["url"], item["path"], base)
+            await _download(env, item["url"], item["path"], base, task_id)
     elif kind == "open":
         await _open(env, params["path"])
     elif kind == "activate_window":
@@ -177,17 +178,13 @@ async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path
         raise ConfigStepFailed(f"step type {kind!r} is not supported offline (supported: {', '.join(SUPPORTED_STEPS)})")
 
 
-async def _download(env: DesktopEnvironment, url: str, path: str, base: Path | None) -> None:
-    if not is_local_url(url):
-        raise ConfigStepFailed(f"refusing to download {url!r}: only local files and loopback servers are allowed")
-    if urllib.parse.urlparse(url).scheme == "http":
-        def fetch() -> bytes:
-            with urllib.request.urlopen(url, timeout=30) as resp:
-                return resp.read()
-        try:
-            data = await asyncio.to_thread(fetch)
-        except OSError as err:
-            raise ConfigStepFailed(f"download of {url!r} failed: {err}") from None
+async def _download(env: DesktopEnvironment, url: str, path: str, base: Path | None, task_id: str) -> None:
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme in ("http", "https"):
+        try:  # the cache keyed by URL, a mirror, or the network where allowed (see files.py)
+            data = await asyncio.to_thread(files.fetch, url, path, task_id)
+        except files.DownloadUnavailable as err:
+            raise ConfigStepFailed(str(err)) from None
     else:
         src = local_source(url, base)
         if not src.is_file():

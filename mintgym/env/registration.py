@@ -107,6 +107,20 @@ def _load_pack(pack: str) -> None:
     _loaded_packs.add(pack)
 
 
+def reload_pack(pack: str) -> None:
+    """Load a pack's tasks again (its data source changed); a no-op before the registry is first read."""
+    if _tasks is None:
+        return
+    _discover()
+    if pack not in _pack_refs:
+        raise RegistrationError(f"unknown task pack {pack!r}; packs: {', '.join(sorted(_pack_refs))}")
+    prefix = f"{pack}/"
+    for task_id in [t for t in _tasks if t.startswith(prefix)]:
+        del _tasks[task_id]
+    _loaded_packs.discard(pack)
+    _load_pack(pack)
+
+
 def _all() -> dict[str, Task]:
     global _tasks
     _discover()

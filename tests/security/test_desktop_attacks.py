@@ -1,0 +1,322 @@
+"""Red team, desktop: what an agent's shell in a desktop session can reach, tried as the agent would.
+
+The first tests go through the front door (``mintgym.make``, a local env server) and act only through
+the shared actions; the rest run commands with ``env.run`` on an in-process host, which starts them
+exactly as the session's own processes are started (the session user, inside its namespaces): what
+such a command reaches, a shell the agent typed into reaches too. Each asserts containment: the reward
+stays 0, the other session is untouched, the server keeps serving.
+"""
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import pytest_asyncio
+
+import mintgym
+from mintgym.action_spaces import Key, Type, Wait
+from mintgym.environments.desktop.host import DesktopHost
+from mintgym.environments.desktop.tasks import TerminalFileTask
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.skipif(shutil.which("Xvfb") is None or shutil.which("openbox") is None,
+                       reason="Xvfb and openbox are needed"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="session isolation needs root (else the container is the boundary)"),
+]
+
+NOTES_TASK = "desktop/terminal-file-v0"
+SOLVE = "echo 'hello desktop' > ~/Desktop/notes.txt"
+
+
+class Listener:
+    """A TCP listener on the host's loopback that counts who connects."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self):
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+                self.connections += 1
+                conn.close()
+            except OSError:
+                continue
+
+    def close(self):
+        self._stop = True
+        self._thread.join(2)
+        self.sock.close()
+
+
+def type_in_terminal(env, command: str, settle: float = 6.0):
+    env.step(Key(keys=("ctrl", "alt", "t")))
+    env.step(Wait(seconds=3.0))
+    env.step(Type(text=command + "\n"))
+    env.step(Wait(seconds=settle))
+
+
+def _port(env) -> int:
+    return int(env.base_url.rsplit(":", 1)[1])
+
+
+# -- through the front door ------------------------------------------------------------------------
+def test_a_shell_in_the_session_cannot_reach_the_env_server_or_host_loopback():
+    env = mintgym.make(NOTES_TASK)
+    listener = Listener()
+    try:
+        env.reset(seed=0)
+        own = f"http://127.0.0.1:{_port(env)}/v1/sessions/{env.session_id}"
+        type_in_terminal(env, f"curl -s -m 3 -X DELETE {own}; curl -s -m 3 http://127.0.0.1:{listener.port}/; "
+                              f"curl -s -m 3 http://localhost:{_port(env)}/v1/sessions; {SOLVE}")
+        # The command ran (the control line wrote the file) and its curls reached nothing:
+        # the session was not deleted and the host's loopback listener saw no connection.
+        assert env.evaluate() == 1.0
+        env.step(Wait(seconds=0.1))
+        assert listener.connections == 0
+    finally:
+        listener.close()
+        env.close()
+
+
+def test_a_link_to_another_sessions_file_scores_zero():
+    victim = mintgym.make(NOTES_TASK)
+    attacker = mintgym.make(NOTES_TASK, base_url=victim.base_url)
+    try:
+        victim.reset(seed=0)
+        attacker.reset(seed=0)
+        type_in_terminal(victim, SOLVE)
+        assert victim.evaluate() == 1.0
+        planted = [p for p in Path("/tmp/mintgym-desktop").glob("mgdesk*/home/Desktop/notes.txt")]
+        assert planted, "the victim's file is where sessions live"
+        links = "; ".join(f"ln -sf {p} ~/Desktop/notes.txt; ln -f {p} ~/Desktop/hard.txt" for p in planted)
+        type_in_terminal(attacker, links + "; ln -sfn /tmp/mintgym-desktop ~/Desktop/others")
+        assert attacker.evaluate() == 0.0
+        assert victim.evaluate() == 1.0  # the other session is untouched
+    finally:
+        attacker.close()
+        victim.close()
+
+
+def _session_processes() -> dict[int, str]:
+    found = {}
+    for proc in psutil.process_iter(["name", "username", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if (proc.info["username"] or "").startswith("mgdesk") or "session_init.py" in cmd or proc.info["name"] == "Xvfb":
+            found[proc.pid] = cmd or proc.info["name"]
+    return found
+
+
+def test_killing_the_env_server_leaves_no_display_window_manager_app_or_namespace():
+    before = set(_session_processes())
+    env = mintgym.make(NOTES_TASK)
+    env.reset(seed=0)
+    env.step(Key(keys=("ctrl", "alt", "t")))
+    env.step(Wait(seconds=2.0))
+    port = _port(env)
+    server_pid = next(c.pid for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.laddr.port == port)
+    started = set(_session_processes()) - before
+    assert any("Xvfb" in _session_processes()[p] for p in started)
+    assert any("xterm" in _session_processes()[p] for p in started)
+    os.kill(server_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and set(_session_processes()) & started:
+        time.sleep(0.2)
+    left = {p: c for p, c in _session_processes().items() if p in started}
+    assert not left, f"orphans after SIGKILL of the server: {left}"
+    try:
+        env.close()
+    except Exception:
+        pass
+    # The display numbers it held are usable again (stale lock and socket files are reclaimed).
+    again = mintgym.make(NOTES_TASK)
+    try:
+        again.reset(seed=0)
+        type_in_terminal(again, SOLVE)
+        assert again.evaluate() == 1.0
+    finally:
+        again.close()
+
+
+# -- commands started the way the session starts its own -------------------------------------------
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def host():
+    h = DesktopHost()
+    await h.start()
+    yield h
+    await h.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pair(host):
+    a, b = await host.create({}), await host.create({})
+    await a.reset(None, 0)
+    await b.reset(None, 0)
+    yield a, b
+    await a.close()
+    await b.close()
+
+
+async def sh(env, command: str) -> str:
+    result = await env.run(command, shell=True, timeout=30)
+    return (result.stdout + result.stderr).strip()
+
+
+PROJECT = Path(mintgym.__file__).resolve().parent.parent
+
+pytestmark_async = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytestmark_async
+async def test_only_the_sessions_own_processes_are_visible(pair):
+    a, _ = pair
+    out = await sh(a, "ps -eo user= | sort -u; ls /proc | grep -c '^[0-9]'")
+    users = set(out.splitlines()[:-1])
+    assert users <= {a.sandbox.name, "root"}, users
+    assert int(out.splitlines()[-1]) < 20  # init, openbox, this shell: not the host's hundreds
+    assert "pytest" not in await sh(a, "ps -eo args; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' '")
+
+
+@pytestmark_async
+async def test_project_code_python_environment_and_task_data_are_hidden(pair):
+    a, _ = pair
+    for path in (PROJECT, Path(sys.prefix), PROJECT.parent / "shared"):
+        if path.is_dir():
+            assert await sh(a, f"ls -A {path} 2>/dev/null | wc -l") == "0", path
+    assert "No such file" in await sh(a, f"cat {PROJECT}/environments/desktop/tasks.py")
+
+
+@pytestmark_async
+async def test_the_docker_socket_is_masked(pair):
+    a, _ = pair
+    for sock in ("/run/docker.sock", "/var/run/docker.sock", "/run/mintgym-docker.sock"):
+        if os.path.exists(sock):
+            out = await sh(a, f"test -S {sock} && echo socket || echo masked")
+            assert out == "masked", sock
+
+
+@pytestmark_async
+async def test_another_sessions_directory_and_tmp_are_out_of_sight(pair):
+    a, b = pair
+    b.write_bytes("~/secret.txt", b"b's secret")
+    await sh(b, "echo from-b > /tmp/b-was-here")
+    assert "No such file" in await sh(a, f"cat {b.home}/secret.txt")
+    assert "No such file" in await sh(a, "cat /tmp/b-was-here")
+    assert await sh(a, f"ls {b.sandbox.root.parent}") == a.sandbox.name
+
+
+@pytestmark_async
+async def test_another_display_cannot_be_reached(pair):
+    a, b = pair
+    out = await sh(a, f"xdpyinfo -display {b.display_name} >/dev/null 2>&1 && echo reached || echo refused")
+    assert out == "refused"
+    assert await sh(a, f"xdpyinfo -display {a.display_name} >/dev/null 2>&1 && echo ok") == "ok"
+
+
+@pytestmark_async
+async def test_the_host_loopback_is_unreachable_and_the_sessions_own_is_private(pair):
+    a, b = pair
+    listener = Listener()
+    try:
+        out = await sh(a, f"curl -s -m 2 http://127.0.0.1:{listener.port}/ ; echo rc=$?")
+        assert "rc=7" in out or "rc=28" in out
+        assert listener.connections == 0
+        # a server the agent starts on its loopback is not reachable from another session
+        await a.launch("python3 -m http.server 8765 --bind 127.0.0.1", shell=True)
+        await asyncio.sleep(1.5)
+        assert "rc=7" in await sh(b, "curl -s -m 2 http://127.0.0.1:8765/ ; echo rc=$?")
+        assert "rc=0" in await sh(a, "curl -s -m 2 -o /dev/null http://127.0.0.1:8765/ ; echo rc=$?")
+    finally:
+        listener.close()
+
+
+@pytestmark_async
+async def test_the_namespace_init_and_the_server_cannot_be_signalled(pair):
+    a, _ = pair
+    out = await sh(a, "kill -9 1; echo rc=$?")
+    assert "rc=1" in out
+    assert await a.alive() and a.sandbox.namespace.alive()
+
+
+@pytestmark_async
+async def test_the_scorer_follows_no_link_and_reads_no_foreign_hard_link(pair):
+    a, b = pair
+    b.write_bytes("~/Desktop/notes.txt", b"hello desktop\n")
+    task = TerminalFileTask(id="t", instruction="x")
+    await sh(a, f"ln -sf /etc/hostname ~/Desktop/notes.txt")
+    assert await task.evaluate(a) == 0.0
+    await sh(a, "rm -f ~/Desktop/notes.txt; mkdir -p ~/real && ln -sfn ~/real ~/Desktop2")
+    os.link(b.home / "Desktop/notes.txt", a.home / "Desktop/notes.txt")  # as root: the session could not
+    assert await task.evaluate(a) == 0.0
+    os.unlink(a.home / "Desktop/notes.txt")
+    # a link in a folder on the way
+    await sh(a, "mv ~/Desktop ~/Desktop.orig && mkdir -p ~/fake && echo 'hello desktop' > ~/fake/notes.txt "
+                "&& ln -s ~/fake ~/Desktop")
+    assert await task.evaluate(a) == 0.0
+    await sh(a, "rm ~/Desktop && mv ~/Desktop.orig ~/Desktop")
+
+
+@pytestmark_async
+async def test_a_huge_sparse_file_or_a_fifo_costs_the_scorer_nothing(pair):
+    a, _ = pair
+    task = TerminalFileTask(id="t", instruction="x")
+    await sh(a, "truncate -s 2G ~/Desktop/notes.txt")
+    started = time.perf_counter()
+    assert await task.evaluate(a) == 0.0
+    assert time.perf_counter() - started < 1.0
+    await sh(a, "rm ~/Desktop/notes.txt; mkfifo ~/Desktop/notes.txt")
+    started = time.perf_counter()
+    assert await task.evaluate(a) == 0.0  # a FIFO would block a plain open()
+    assert time.perf_counter() - started < 1.0
+    await sh(a, "rm ~/Desktop/notes.txt")
+
+
+@pytestmark_async
+async def test_a_command_that_floods_its_output_is_capped(pair):
+    a, _ = pair
+    result = await a.run("head -c 50000000 /dev/zero", shell=True, timeout=30)
+    assert len(result.stdout) <= 8 * 2**20
+
+
+@pytestmark_async
+async def test_session_processes_hold_no_capability_or_extra_group(pair):
+    a, _ = pair
+    out = await sh(a, "grep -E '^(CapEff|CapPrm|Groups|NoNewPrivs)' /proc/self/status")
+    fields = dict(line.split(":\t") for line in out.splitlines())
+    assert int(fields["CapEff"], 16) == 0 and int(fields["CapPrm"], 16) == 0
+    assert fields["Groups"].strip() == ""
+
+
+@pytestmark_async
+async def test_the_session_cannot_write_outside_its_home_and_tmp(pair):
+    a, _ = pair
+    out = await sh(a, f"touch {a.sandbox.root}/bin/evil 2>&1; touch {a.sandbox.log_dir}/x 2>&1; "
+                      f"ls {a.sandbox.log_dir} 2>&1; echo done")
+    assert out.count("Permission denied") >= 3
+    assert not (a.sandbox.root / "bin/evil").exists()
+
+
+@pytestmark_async
+async def test_raw_sockets_and_new_network_interfaces_are_refused(pair):
+    a, _ = pair
+    out = await sh(a, "ip link add dummy0 type dummy 2>&1; echo rc=$?; ip -br link | wc -l")
+    assert "rc=2" in out or "Operation not permitted" in out
+    assert out.strip().endswith("1")  # only lo
+
