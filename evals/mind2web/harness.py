@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from mintgym.action_spaces import WEB, Click, Type
 from mintgym.evals.mind2web.data import Mind2WebStep
 from mintgym.evals.mind2web.metrics import aggregate, element_at, score_step
 from mintgym.evals.screenspot.harness import read_predictions
+
 from mintgym.policy import Agent, AgentContext
 from mintgym.types import Observation
 

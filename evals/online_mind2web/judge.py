@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mintgym.evals.online_mind2web.results import read_result
+
 from mintgym.inference.base import InferenceEngine
 from mintgym.inference.types import GenerationRequest, SamplingParams
 

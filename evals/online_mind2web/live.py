@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from mintgym.environments.web.task import WebTask
 from mintgym.evals.online_mind2web.results import OnlineTask, write_result
+
 from mintgym.policy import Agent
 
 PACK = "online-mind2web"
@@ -64,7 +65,7 @@ def hosts_for(url: str) -> list[str]:
     host = (parts.hostname or "").lower()
     if not host:
         raise ValueError(f"cannot tell the host of {url!r}")
-    bare = host[4:] if host.startswith("www.") else host
+    bare = host.removeprefix("www.")
     names = [bare] if bare.replace(".", "").isdigit() or bare == "localhost" else [bare, f"www.{bare}"]
     return [f"{n}:{parts.port}" for n in names] if parts.port else names
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from mintgym.action_spaces import DESKTOP, Click, Tap
 from mintgym.evals.screenspot.data import GroundingSample
 from mintgym.evals.screenspot.scoring import WRONG_FORMAT, breakdowns, classify
+
 from mintgym.policy import Agent, AgentContext
 from mintgym.types import Observation
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from PIL import Image
-from typer.testing import CliRunner
-
 from mintgym.action_spaces import Absolute, Normalized1000
-from mintgym.cli import app
 from mintgym.evals.mind2web.data import iter_steps, parse_box, step_from_row
 from mintgym.evals.mind2web.harness import run_split, viewport_top
 from mintgym.evals.mind2web.metrics import aggregate, op_f1
+from PIL import Image
+from typer.testing import CliRunner
+
+from mintgym.cli import app
 from mintgym.policy import AgentStep
 
 REPO = Path(__file__).resolve().parents[3]

@@ -13,10 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi import FastAPI, Request
-from PIL import Image
-from typer.testing import CliRunner
-
-from mintgym.cli import app
 from mintgym.evals.online_mind2web.judge import (
     WebJudge,
     judge_results,
@@ -26,6 +22,10 @@ from mintgym.evals.online_mind2web.judge import (
 )
 from mintgym.evals.online_mind2web.report import load_verdicts
 from mintgym.evals.online_mind2web.results import OnlineTask, read_result, write_result
+from PIL import Image
+from typer.testing import CliRunner
+
+from mintgym.cli import app
 from mintgym.inference.openai import OpenAIEngine
 from mintgym.trajectory.store import TrajectoryWriter
 from mintgym.trajectory.types import StepRecord, Trajectory

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
-from PIL import Image
-
 from mintgym.evals.online_mind2web.live import hosts_for, run_live, site_url
 from mintgym.evals.online_mind2web.results import OnlineTask, read_result
+from PIL import Image
+
 from mintgym.policy import AgentStep
 
 HOME = """<!doctype html><html><body style="margin:0;background:#fff">

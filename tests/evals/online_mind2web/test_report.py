@@ -8,11 +8,11 @@ import random
 from pathlib import Path
 
 import pytest
+from mintgym.evals.online_mind2web.report import load_human_labels, load_verdicts, success_rates
+from mintgym.evals.online_mind2web.results import load_tasks
 from typer.testing import CliRunner
 
 from mintgym.cli import app
-from mintgym.evals.online_mind2web.report import load_human_labels, load_verdicts, success_rates
-from mintgym.evals.online_mind2web.results import load_tasks
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "online_mind2web"
 V1, V2 = DATA / "Online_Mind2Web.v1_2025-04.json", DATA / "Online_Mind2Web.v2_2025-12.json"

@@ -10,16 +10,15 @@ import re
 from pathlib import Path
 
 import httpx
-
 import numpy as np
 import pytest
+from mintgym.agents.vlm import VLMAgent
+from mintgym.evals.screenspot.data import load_screenspot
+from mintgym.evals.screenspot.harness import run_screenspot
 from PIL import Image
 from typer.testing import CliRunner
 
-from mintgym.agents.vlm import VLMAgent
 from mintgym.cli import app
-from mintgym.evals.screenspot.data import load_screenspot
-from mintgym.evals.screenspot.harness import run_screenspot
 from mintgym.inference.base import InferenceEngine
 from mintgym.inference.types import Generation, GenerationRequest
 

@@ -7,9 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from mintgym.cli import app
 from mintgym.evals.screenspot.scoring import (
     agreement,
     classify,
@@ -19,6 +16,9 @@ from mintgym.evals.screenspot.scoring import (
     rescore,
     split_table,
 )
+from typer.testing import CliRunner
+
+from mintgym.cli import app
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 PRO_RESULTS = DATA / "screenspot" / "screenspot_pro_qwen2vl_results_subset49.json"
