@@ -314,22 +314,26 @@ def test_file_urls_are_refused(agent, url):
     assert "goto refused" in info.get("error", "") and "root:" not in obs["a11y"]
 
 
+@pytest.fixture(scope="module")
+def visitor(server, attacker_site):
+    """A session whose ``allow`` list holds the attacker's site (and nothing else off the host)."""
+    client = _client(server, allow=[urllib.parse.urlsplit(attacker_site).netloc])
+    yield client
+    client.close()
+
+
 @pytest.mark.parametrize("route", ["fetch", "xhr", "websocket", "eventsource", "beacon", "image", "iframe", "popup",
                                    "form", "link", "spellings", "worker", "import", "css", "refresh", "redirect"])
-def test_pages_cannot_connect_to_other_loopback_ports(server, canary, attacker_site, route):
-    client = _client(server, allow=[urllib.parse.urlsplit(attacker_site).netloc])
-    try:
-        client.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
-        before = canary.connections
-        actions = [_goto(f"{attacker_site}/{route}")]
-        if route not in ("refresh", "redirect"):
-            actions.append({"type": "click", "x": 400, "y": 300})
-        actions.append({"type": "wait", "seconds": 0.5})
-        reward, _, _ = _play(client, actions)
-        assert canary.connections == before, f"route {route!r} reached a loopback port outside the policy"
-        assert reward == 0.0
-    finally:
-        client.close()
+def test_pages_cannot_connect_to_other_loopback_ports(visitor, canary, attacker_site, route):
+    visitor.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
+    before = canary.connections
+    actions = [_goto(f"{attacker_site}/{route}")]
+    if route not in ("refresh", "redirect"):
+        actions.append({"type": "click", "x": 400, "y": 300})
+    actions.append({"type": "wait", "seconds": 0.5})
+    reward, _, _ = _play(visitor, actions)
+    assert canary.connections == before, f"route {route!r} reached a loopback port outside the policy"
+    assert reward == 0.0
 
 
 # ---- web apps: state changes only through the app's own pages --------------------------------------------

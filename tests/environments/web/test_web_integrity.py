@@ -144,3 +144,11 @@ async def test_proxy_bypass_lists_only_what_the_policy_allows():
     assert UrlPolicy(frozenset({8000}), allow=("Example.org",)).proxy_bypass() == \
         "<-loopback>;127.0.0.1:8000;example.org"
     assert UrlPolicy(frozenset({8000}), allow_loopback=True).proxy_bypass() == "127.0.0.1:8000"
+
+
+@pytest.mark.parametrize("bad", [{"allow": ["*"]}, {"allow": ["x;<-loopback>"]}, {"allow": ["http://a.b/"]},
+                                 {"viewport": [-5, 10]}, {"viewport": [0, 0]}, {"max_keystroke_chars": 10**9},
+                                 {"miniwob_time_limit_ms": 10**12}])
+async def test_session_options_are_bounded(host, bad):
+    with pytest.raises(ValueError, match=f"bad web session options: .*{next(iter(bad))}"):
+        await host.create(bad)
