@@ -10,9 +10,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from mintgym.action_spaces import ActionModel, Done
 from mintgym.env.core import Environment, SimpleHost, Task
+
+
+class NullOptions(BaseModel):
+    """Options of a null session: the frame size, bounded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    width: int = Field(1280, ge=16, le=7680)
+    height: int = Field(720, ge=16, le=4320)
 
 
 class NullEnvironment(Environment):
@@ -52,6 +62,7 @@ class NullEnvironment(Environment):
 class NullHost(SimpleHost):
     domain: ClassVar[str] = "null"
     env_cls = NullEnvironment
+    options_model = NullOptions
 
 
 @dataclass

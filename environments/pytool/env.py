@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from mintgym.action_spaces import ActionModel, InvalidAction, Python, Wait
-from mintgym.environments.pytool import canvas
+from mintgym.environments.pytool import canvas, mounts
 from mintgym.environments.pytool.sandbox import ExecResult, Sandbox, SandboxLimits
 from PIL import Image
 
@@ -108,12 +108,18 @@ class PytoolEnvironment(Environment):
     async def alive(self) -> bool:
         return not self._closed and self.sandbox.alive()
 
+    def step_info(self) -> dict[str, Any]:
+        used = self.sandbox.cpu_seconds()
+        return {"sandbox_cpu_seconds": round(used, 3)} if used is not None else {}
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         try:
-            await self.sandbox.stop()
+            await self.sandbox.close()
+            for point in mounts.mounts_under(self.root):
+                mounts.unmount(point)
             shutil.rmtree(self.root, ignore_errors=True)
         finally:
             if self._on_close is not None:
@@ -164,6 +170,8 @@ class PytoolEnvironment(Environment):
 
     # -- internals ------------------------------------------------------------------------------------
     def _make_dirs(self) -> None:
+        for point in mounts.mounts_under(self.root):
+            mounts.unmount(point)
         shutil.rmtree(self.workdir, ignore_errors=True)
         shutil.rmtree(self.taskdir, ignore_errors=True)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -173,6 +181,8 @@ class PytoolEnvironment(Environment):
         os.chmod(self.taskdir, 0o755)
         if self.sandbox.uid is not None:
             os.chown(self.workdir, self.sandbox.uid, self.sandbox.uid)
+        if self.sandbox.isolation.level == "namespace":  # root: the working directory gets its quota
+            mounts.mount_tmpfs(self.workdir, self.sandbox.limits.disk_mb, self.sandbox.uid)
 
     def _clear_dirs(self) -> None:
         """Empty the working and task folders in place (a running sandbox has them bind-mounted)."""

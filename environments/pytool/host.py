@@ -13,8 +13,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mintgym.environments.pytool import cgroups, mounts
 from mintgym.environments.pytool.env import PytoolEnvironment
+from mintgym.environments.pytool.options import PytoolOptions
 from mintgym.environments.pytool.sandbox import SandboxLimits, probe_isolation
+from pydantic import ValidationError
 
 from mintgym.env.core import EnvironmentHost
 
@@ -73,6 +76,11 @@ def _sweep_stale_dirs() -> None:
         try:
             os.kill(int(pid_text), 0)
         except ProcessLookupError:
+            for point in mounts.mounts_under(entry):
+                try:
+                    mounts.unmount(point)
+                except OSError:
+                    pass
             shutil.rmtree(entry, ignore_errors=True)
         except PermissionError:
             continue
@@ -87,14 +95,16 @@ def _shared_pool() -> UidPool:
 
 
 class PytoolHost(EnvironmentHost):
-    """Hosts pytool sessions. Options (defaults here, overridable per session in ``create``):
-    any :class:`SandboxLimits` field (``cpu_seconds``, ``memory_mb``, ...), ``width``, ``height``.
+    """Hosts pytool sessions. Options (defaults here, overridable per session in ``create``): the fields of
+    :class:`~.options.PytoolOptions` (``cpu_seconds``, ``memory_mb``, ``disk_mb``, ..., ``width``, ``height``),
+    each typed and bounded.
     """
 
     domain: ClassVar[str] = "pytool"
+    options_model: ClassVar[type[PytoolOptions]] = PytoolOptions
 
     def __init__(self, base_dir: str | os.PathLike | None = None, **defaults: Any):
-        self.defaults = defaults
+        self.defaults = _options(defaults).model_dump(include=set(defaults))
         self._base_arg = base_dir
         self.base_dir: Path | None = None
         self.isolation = probe_isolation()
@@ -112,18 +122,15 @@ class PytoolHost(EnvironmentHost):
                 self.base_dir.mkdir(parents=True, exist_ok=True)
             else:
                 _sweep_stale_dirs()
+                cgroups.sweep_stale()
                 self.base_dir = Path(tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-"))
             os.chmod(self.base_dir, 0o711)
         return self.base_dir
 
     async def create(self, options: dict[str, Any]) -> PytoolEnvironment:
-        merged = {**self.defaults, **(options or {})}
-        unknown = set(merged) - _LIMIT_FIELDS - {"width", "height"}
-        if unknown:
-            raise ValueError(f"unknown pytool options {sorted(unknown)}; known: "
-                             f"{', '.join(sorted(_LIMIT_FIELDS | {'width', 'height'}))}")
-        limits = SandboxLimits(**{k: v for k, v in merged.items() if k in _LIMIT_FIELDS})
-        size = (int(merged.get("width", 1024)), int(merged.get("height", 768)))
+        merged = _options({**self.defaults, **(options or {})})
+        limits = SandboxLimits(**{k: getattr(merged, k) for k in _LIMIT_FIELDS})
+        size = (merged.width, merged.height)
         uid = self._uids.acquire() if self._uids is not None else None
         self._counter += 1
         root = self._ensure_base() / f"session-{self._counter}"
@@ -158,6 +165,18 @@ class PytoolHost(EnvironmentHost):
 
     def describe(self) -> dict[str, Any]:
         iso = self.isolation
-        limits = SandboxLimits(**{k: v for k, v in self.defaults.items() if k in _LIMIT_FIELDS})
+        merged = _options(self.defaults)
+        limits = SandboxLimits(**{k: getattr(merged, k) for k in _LIMIT_FIELDS})
         return {"sandbox": {"level": iso.level, "network": iso.network, "filesystem": iso.filesystem,
-                            "uid": iso.uid, "reason": iso.reason, "limits": limits.__dict__.copy()}}
+                            "uid": iso.uid, "reason": iso.reason, "resources": iso.resources,
+                            "cgroup_reason": iso.cgroup_reason, "limits": limits.__dict__.copy()}}
+
+
+def _options(values: dict[str, Any]) -> PytoolOptions:
+    """The options as :class:`PytoolOptions` reads them; a ValueError naming the bad option otherwise."""
+    from mintgym.server.options import describe_error
+
+    try:
+        return PytoolOptions.model_validate(values)
+    except ValidationError as err:
+        raise ValueError(describe_error(PytoolOptions, err)) from None

@@ -10,23 +10,41 @@ Isolation, strongest available first (:func:`probe_isolation` picks it once per 
 * ``rlimits`` (not root, or no bubblewrap): the worker is a plain child process with the same resource
   limits, in its own process group; no network, filesystem or uid isolation.
 
-In both, the worker gets a clean environment (nothing of the server's), and per cell: a CPU-time
-limit, a wall-clock limit, and for the process: RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_NPROC.
+In both, the worker gets a clean environment (nothing of the server's), no file descriptors but its
+protocol pipes, a seccomp filter (:mod:`.seccomp`: no new user or other namespaces, no ptrace), and per
+cell: a CPU-time limit, a wall-clock limit, and for the process: RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE,
+RLIMIT_NPROC.
+
+With namespaces, when control groups can be made (:mod:`.cgroups`), the worker also runs in its own
+group: memory counted by the kernel for the whole sandbox (memfd and shared memory included), a process
+cap, and CPU time accounted to the session. The server, not the cell, keeps the time: it watches the
+group's CPU time and the wall clock while a cell runs and kills the sandbox when either runs out, so a
+cell that switches off its own timers or forges its reply gains nothing. Between cells the group is
+frozen and every process but the worker is killed, so nothing of the agent's runs once a step has
+answered (or after the episode ended). The working directory is a size-limited tmpfs (:mod:`.mounts`).
+
+Who is to blame when the worker dies during a cell: the cell (its exit, its signal, the memory limit) once
+the worker has acknowledged that the cell started, unless bubblewrap itself was killed from outside; the
+agent then sees an error and a fresh worker. A worker that dies before the cell started (frozen between
+cells, so not by the agent's hand) is an environment crash.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mintgym.environments.pytool import cgroups, seccomp
 from mintgym.environments.pytool.worker import HEADER, MAX_FRAME
 
 from mintgym.errors import EnvironmentCrashed
@@ -48,6 +66,8 @@ class SandboxLimits:
     open_files: int = 256
     processes: int = 64
     output_chars: int = 20_000
+    #: Size of the working directory in MiB (a tmpfs, when the server may mount one).
+    disk_mb: int = 256
     #: Extra seconds the server waits past ``wall_seconds`` before it kills a stuck worker.
     grace_seconds: float = 5.0
     #: Seconds to wait for the worker's start-up handshake.
@@ -55,7 +75,7 @@ class SandboxLimits:
 
     def __post_init__(self) -> None:
         for name in ("cpu_seconds", "wall_seconds", "memory_mb", "file_mb", "open_files", "processes",
-                     "output_chars"):
+                     "output_chars", "disk_mb"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)}")
 
@@ -98,6 +118,10 @@ class Isolation:
     filesystem: str  # "read-only root, writable /sandbox" | "none"
     uid: str  # "dedicated" | "shared"
     reason: str = ""
+    #: "cgroup" (memory, processes and CPU of the whole sandbox) or "rlimits" (per process only).
+    resources: str = "rlimits"
+    #: Why control groups are not used ("" when they are).
+    cgroup_reason: str = ""
 
 
 _ISOLATION: Isolation | None = None
@@ -121,9 +145,11 @@ def probe_isolation() -> Isolation:
         if probe.returncode != 0:
             reason = f"bwrap cannot create namespaces here: {probe.stderr.decode(errors='replace').strip()}"
     if reason:
-        _ISOLATION = Isolation("rlimits", "none", "none", "shared", reason)
+        _ISOLATION = Isolation("rlimits", "none", "none", "shared", reason, cgroup_reason=reason)
     else:
-        _ISOLATION = Isolation("namespace", "namespace", "read-only root, writable /sandbox", "dedicated")
+        cgroup_reason = cgroups.probe()[0]
+        _ISOLATION = Isolation("namespace", "namespace", "read-only root, writable /sandbox", "dedicated",
+                               resources="rlimits" if cgroup_reason else "cgroup", cgroup_reason=cgroup_reason)
     return _ISOLATION
 
 
@@ -182,6 +208,12 @@ def bwrap_command(workdir: Path, taskdir: Path, uid: int) -> list[str]:
     return cmd
 
 
+#: CPU seconds past a cell's budget before the server kills it (the worker's own, politer timer fires first).
+CPU_GRACE_SECONDS = 1.0
+#: How often the server looks at a running cell's CPU time.
+POLL_SECONDS = 0.1
+
+
 class Sandbox:
     """One session's worker process: start it, run cells in it, restart it, stop it.
 
@@ -201,6 +233,10 @@ class Sandbox:
         self._stderr_tail = bytearray()
         self._lock = asyncio.Lock()
         self._killing = False
+        self._seq = 0
+        self._cell_started = False
+        #: The sandbox's control group (namespace isolation with cgroups only), made on first start.
+        self.cgroup: cgroups.SandboxCgroup | None = None
         self.worker_pid: int | None = None
         self.starts = 0
         #: True while the running worker has not executed any cell yet (a reset need not restart it).
@@ -220,10 +256,18 @@ class Sandbox:
         """Where the code finds the task image."""
         return f"{self.code_taskdir}/image.png"
 
+    @property
+    def uses_cgroup(self) -> bool:
+        return self.isolation.level == "namespace" and self.isolation.resources == "cgroup"
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time every process of this sandbox used so far (None without a control group)."""
+        return self.cgroup.cpu_seconds() if self.cgroup is not None else None
+
     def describe(self) -> dict[str, Any]:
         info = asdict(self.isolation)
         info.update(sandbox_uid=self.uid, workdir=self.code_workdir, task_image=self.task_image_path,
-                    limits=asdict(self.limits))
+                    limits=asdict(self.limits), seccomp=seccomp.supported(), cpu_seconds_used=self.cpu_seconds())
         return info
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -236,6 +280,8 @@ class Sandbox:
             cmd = bwrap_command(self.workdir, self.taskdir, int(self.uid))
         else:
             cmd = [sys.executable, "-I", "-B", str(WORKER_SCRIPT)]
+        if self.uses_cgroup and self.cgroup is None:
+            self.cgroup = await asyncio.to_thread(cgroups.SandboxCgroup.create, lim.memory_mb * 2**20, lim.processes)
         env = _clean_env(self.code_workdir)
         self._stderr_tail = bytearray()
         self._killing = False
@@ -250,18 +296,27 @@ class Sandbox:
                   "cpu_seconds": lim.cpu_seconds, "wall_seconds": lim.wall_seconds,
                   "memory_bytes": lim.memory_mb * 2**20, "file_bytes": lim.file_mb * 2**20,
                   "open_files": lim.open_files, "processes": processes, "output_limit": lim.output_chars,
-                  "block_network": True, "preload": ["numpy", "PIL.Image", "PIL.ImageDraw"]}
+                  "block_network": True, "preload": ["numpy", "PIL.Image", "PIL.ImageDraw"],
+                  "seccomp": seccomp.build_filter().hex() if seccomp.supported() else ""}
         try:
+            if self.isolation.level == "namespace":
+                # the worker waits for its configuration: put it in its group before it runs anything
+                self.worker_pid = await self._wait_worker_pid(lim.start_seconds)
+                if self.cgroup is not None:
+                    self.cgroup.freeze(False)  # a restart finds the group frozen since the last cell
+                    self.cgroup.add(self.worker_pid)
+            else:
+                self.worker_pid = self._proc.pid
             await self._send(config)
             hello = await asyncio.wait_for(self._receive(), lim.start_seconds)
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, OSError) as err:
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, OSError, ValueError) as err:
             await self.stop()
             raise EnvironmentCrashed(f"the pytool sandbox worker did not start: {err!r}; "
                                      f"stderr: {self.stderr_tail()}") from None
         if not hello.get("ready"):
             await self.stop()
             raise EnvironmentCrashed(f"the pytool sandbox worker sent a bad handshake: {hello!r}")
-        self.worker_pid = self._find_worker_pid()
+        self._pause()
         self.starts += 1
         self.fresh = True
 
@@ -274,6 +329,8 @@ class Sandbox:
         if proc.returncode is None:
             # Kill the worker (PID 1 of its namespace: the kernel then kills everything in it) and let
             # bwrap reap it and exit; bwrap itself is killed only if it does not.
+            if self.cgroup is not None:
+                self.cgroup.kill_all()
             if self.worker_pid:
                 _kill(self.worker_pid)
             if self.isolation.level != "namespace":
@@ -291,60 +348,138 @@ class Sandbox:
             self._stderr_task = None
         self.worker_pid = None
 
+    async def close(self) -> None:
+        """Stop the worker and delete the control group; safe to call twice."""
+        await self.stop()
+        if self.cgroup is not None:
+            group, self.cgroup = self.cgroup, None
+            await asyncio.to_thread(group.remove)
+
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
     # -- cells ----------------------------------------------------------------------------------------
     async def execute(self, code: str) -> ExecResult:
-        """Run one cell. Limits give an error result; a worker killed from outside raises EnvironmentCrashed."""
+        """Run one cell. Limits and the cell's own faults give an error result; a sandbox killed from
+        outside raises EnvironmentCrashed."""
         async with self._lock:
             if not self.alive():
                 raise EnvironmentCrashed(f"the pytool sandbox worker is gone ({self._exit_text()}); "
                                          f"stderr: {self.stderr_tail()}")
             lim = self.limits
             self.fresh = False
+            self._seq += 1
+            seq = self._seq
+            self._cell_started = False
+            started = time.monotonic()
+            ooms = self.cgroup.oom_kills() if self.cgroup is not None else 0
+            cpu_start = self.cpu_seconds()
+            self._resume()
             try:
-                await self._send({"op": "exec", "code": code})
-                reply = await asyncio.wait_for(self._receive(), lim.wall_seconds + lim.grace_seconds)
-            except TimeoutError:
-                await self.stop()
-                await self.start()
-                return ExecResult(code, error=f"wall-clock time limit ({_fmt(lim.wall_seconds)} s) exceeded: the "
-                                              "code did not stop, so the sandbox was killed.\n", restarted=True)
+                await self._send({"op": "exec", "code": code, "seq": seq})
+                reply = await self._await_reply(seq, cpu_start)
+            except _LimitHit as hit:
+                await self._restart()
+                return ExecResult(code, error=hit.message, restarted=True, seconds=time.monotonic() - started)
             except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError):
-                return await self._after_death(code)
+                return await self._after_death(code, ooms)
             except (ValueError, json.JSONDecodeError) as err:  # the code wrote garbage into the protocol
-                await self.stop()
-                await self.start()
+                await self._restart()
                 return ExecResult(code, error=f"the sandbox's reply was unreadable ({err}); it was restarted.\n",
                                   restarted=True)
-            result = ExecResult(code, output=str(reply.get("output", "")), error=reply.get("error"),
-                                truncated_bytes=int(reply.get("truncated_bytes", 0)),
-                                seconds=float(reply.get("seconds", 0.0)))
-            if reply.get("restart"):
-                await self.stop()
-                await self.start()
+            self._pause()
+            output = str(reply.get("output", ""))
+            over = max(len(output) - lim.output_chars, 0)
+            truncated = reply.get("truncated_bytes", 0)
+            result = ExecResult(code, output=output[:lim.output_chars], error=_text_or_none(reply.get("error")),
+                                truncated_bytes=over + (truncated if isinstance(truncated, int) and truncated > 0 else 0),
+                                seconds=time.monotonic() - started)
+            if reply.get("restart") is True:
+                await self._restart()
                 result.restarted = True
             return result
 
-    async def _after_death(self, code: str) -> ExecResult:
-        """The worker died during a cell: a SIGKILL/SIGTERM came from outside, anything else from the code."""
+    async def _await_reply(self, seq: int, cpu_start: float | None) -> dict:
+        """The reply to cell ``seq``, while the server (not the cell) keeps its wall-clock and CPU time."""
+        lim = self.limits
+        deadline = time.monotonic() + lim.wall_seconds + lim.grace_seconds
+        receiving = asyncio.ensure_future(self._receive_reply(seq))
+        try:
+            while True:
+                done, _ = await asyncio.wait({receiving}, timeout=POLL_SECONDS)
+                if done:
+                    return receiving.result()
+                if self._proc is not None and self._proc.returncode is not None and self._proc.returncode < 0:
+                    status = self._proc.returncode  # bubblewrap itself was killed: not the cell's doing
+                    await self.stop()
+                    raise EnvironmentCrashed(f"the pytool sandbox was killed from outside (signal {-status}) "
+                                             f"during a step; stderr: {self.stderr_tail()}")
+                if cpu_start is not None and self.cgroup is not None:
+                    used = self.cgroup.cpu_seconds() - cpu_start
+                    if used > lim.cpu_seconds + CPU_GRACE_SECONDS:
+                        raise _LimitHit(f"CPU time limit ({_fmt(lim.cpu_seconds)} s) exceeded: the code did not "
+                                        "stop, so the sandbox was killed.\n")
+                if time.monotonic() > deadline:
+                    raise _LimitHit(f"wall-clock time limit ({_fmt(lim.wall_seconds)} s) exceeded: the code did "
+                                    "not stop, so the sandbox was killed.\n")
+        finally:
+            if not receiving.done():
+                receiving.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await receiving
+
+    async def _receive_reply(self, seq: int) -> dict:
+        """Read frames until the one answering ``seq`` (replies the cell wrote for other cells are dropped)."""
+        for _ in range(1000):
+            message = await self._receive()
+            if message.get("seq") == seq:
+                if message.get("started") is True:
+                    self._cell_started = True
+                    continue
+                return message
+        raise ValueError("the sandbox sent too many replies that answer no request")
+
+    async def _restart(self) -> None:
+        await self.stop()
+        await self.start()
+
+    async def _after_death(self, code: str, ooms_before: int) -> ExecResult:
+        """The worker died during a cell: the cell's doing unless bubblewrap itself was killed from outside."""
         proc = self._proc
         assert proc is not None
         status = await proc.wait()
         if self._stderr_task is not None:
             await self._stderr_task
             self._stderr_task = None
-        signo = status - 128 if status > 128 else (-status if status < 0 else 0)
-        if signo in (signal.SIGKILL, signal.SIGTERM):
+        oom = self.cgroup is not None and self.cgroup.oom_kills() > ooms_before
+        outside = not self._cell_started or (status < 0 and self.isolation.level == "namespace")
+        if outside and not oom:
             self._proc = None
-            raise EnvironmentCrashed(f"the pytool sandbox worker was killed from outside (signal {signo}) during a "
-                                     f"step; stderr: {self.stderr_tail()}")
-        await self.stop()
-        await self.start()
+            why = f"signal {-status}" if status < 0 else f"exit status {status}"
+            raise EnvironmentCrashed(f"the pytool sandbox was killed from outside ({why}) "
+                                     f"{'during' if self._cell_started else 'before'} a step; "
+                                     f"stderr: {self.stderr_tail()}")
+        await self._restart()
+        if oom:
+            return ExecResult(code, error=f"MemoryError: the sandbox's memory limit ({self.limits.memory_mb} MiB, "
+                                          "shared memory and files in the working directory included) was "
+                                          "exceeded: the sandbox was restarted.\n", restarted=True)
+        signo = status - 128 if status > 128 else (-status if status < 0 else 0)
         how = f"signal {signo}" if signo else f"exit status {status}"
         return ExecResult(code, error=f"the sandbox process ended during the code ({how}); it was restarted.\n",
                           restarted=True)
+
+    def _pause(self) -> None:
+        """Between cells: kill every process of the cell but the worker, and freeze the group."""
+        if self.cgroup is None:
+            return
+        spare = (self.worker_pid,) if self.worker_pid else ()
+        self.cgroup.kill_all(spare=spare)
+        self.cgroup.freeze(True)
+
+    def _resume(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.freeze(False)
 
     # -- plumbing -------------------------------------------------------------------------------------
     async def _send(self, message: dict) -> None:
@@ -357,7 +492,7 @@ class Sandbox:
         assert self._proc is not None and self._proc.stdout is not None
         head = await self._proc.stdout.readexactly(HEADER.size)
         (size,) = HEADER.unpack(head)
-        if size > MAX_FRAME:
+        if size > min(MAX_FRAME, 8 * self.limits.output_chars + 1_000_000):
             raise ValueError(f"frame of {size} bytes")
         message = json.loads(await self._proc.stdout.readexactly(size))
         if not isinstance(message, dict):
@@ -381,20 +516,33 @@ class Sandbox:
             return "not started"
         return f"exit status {self._proc.returncode}"
 
-    def _find_worker_pid(self) -> int | None:
-        """The host pid of the Python worker (below bwrap), so it can be killed directly."""
-        assert self._proc is not None
-        if self.isolation.level != "namespace":
-            return self._proc.pid
+    async def _wait_worker_pid(self, timeout: float) -> int:
+        """The host pid of the Python worker (below bwrap), once bwrap has started it."""
         import psutil
 
-        try:
-            for child in psutil.Process(self._proc.pid).children(recursive=True):
-                if any("worker.py" in part for part in child.cmdline()):
-                    return child.pid
-        except psutil.Error:
-            return None
-        return None
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.returncode is not None:
+                raise ConnectionError(f"bwrap exited with status {self._proc.returncode}")
+            try:
+                for child in psutil.Process(self._proc.pid).children(recursive=True):
+                    if child.cmdline()[-1:] == ["/opt/mintgym/worker.py"]:
+                        return child.pid
+            except psutil.Error:
+                pass
+            await asyncio.sleep(0.01)
+        raise TimeoutError("the sandbox worker process did not appear")
+
+
+class _LimitHit(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _kill(pid: int) -> None:

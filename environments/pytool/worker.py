@@ -11,7 +11,13 @@ over its stdin/stdout with length-prefixed JSON frames (4-byte big-endian length
 
 Protocol descriptors are moved away from fds 0-2 first, so code that reads stdin or writes to fd 1
 (``os.system("echo")``) cannot corrupt the protocol: fds 1 and 2 point at an in-memory file whose
-content is the cell's output.
+content is the cell's output. Every other inherited descriptor is closed, and the seccomp filter the
+server sends is installed before anything else runs.
+
+The cell runs in this process, so it could write frames itself: the server trusts nothing in a reply but
+its text (each request carries a ``seq`` the reply echoes; the server keeps the time and the limits). Before
+the cell runs the worker sends ``{"seq", "started": true}``: a worker that dies before that frame died
+without the agent's code having run (an outside fault), one that dies after it is the cell's doing.
 """
 
 from __future__ import annotations
@@ -181,7 +187,9 @@ class Worker:
                 return
             op = request.get("op")
             if op == "exec":
+                write_frame(self.proto_out, {"seq": request.get("seq"), "started": True})
                 reply = self.run_cell(str(request.get("code", "")))
+                reply["seq"] = request.get("seq")
             elif op == "ping":
                 reply = {"ok": True}
             else:
@@ -215,6 +223,8 @@ class Worker:
                 os._exit(1)
             self._reserve = None
             error, restart = self._describe(exc, name)
+            if len(error) > self.out_state["cap"]:
+                error = error[: self.out_state["cap"]] + f"... [{len(error) - self.out_state['cap']} more characters]\n"
             self._reserve = bytearray(4 * 1024 * 1024) if not restart else None
         self._reap_strays()
         output, truncated = self._collect_output()
@@ -378,12 +388,42 @@ def _same_group_pids() -> list[int]:
     return found
 
 
+def install_seccomp(program: bytes) -> None:
+    """Load a seccomp filter (``struct sock_filter`` array) on this single-threaded process for good."""
+    import ctypes
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise OSError(ctypes.get_errno(), "loading the seccomp filter failed")
+
+
+def close_inherited(keep: set[int]) -> None:
+    """Close every file descriptor but 0-2 and ``keep``."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def main() -> None:
     proto_in = os.dup(0)
     proto_out = os.dup(1)
+    close_inherited({proto_in, proto_out})
     config = read_frame(proto_in)
     if config is None:
         return
+    if config.get("seccomp"):
+        install_seccomp(bytes.fromhex(config["seccomp"]))
     worker = Worker(config, proto_in, proto_out)
     worker.setup()
     worker.serve()

@@ -10,6 +10,9 @@ from typing import Optional
 
 import typer
 
+OSWORLD_ROOT_HELP = ("OSWorld's evaluation_examples folder as OSWorld ships it (examples/<app>/<id>.json, "
+                     "test_*.json); default: $MINTGYM_OSWORLD_ROOT, else the shared data")
+
 
 def register(app: typer.Typer) -> None:
     app.command("envs")(envs)
@@ -34,10 +37,12 @@ def envs() -> None:
 
 
 def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, web, ...) or an id prefix (miniwob)"),
-          as_json: bool = typer.Option(False, "--json", help="one JSON object per task")) -> None:
+          as_json: bool = typer.Option(False, "--json", help="one JSON object per task"),
+          osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP)) -> None:
     """List tasks of a domain (or with an id prefix), with their instruction and availability."""
     from mintgym.env import registration
 
+    _use_osworld_root(osworld_root)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = registration.tasks()
@@ -47,25 +52,61 @@ def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, w
             known = ", ".join(registration.domains())
             typer.echo(f"no tasks for {domain!r}; domains: {known}", err=True)
             raise typer.Exit(2)
+    reasons: dict[str, int] = {}
     for t in found:
         reason = t.unavailable()
+        if reason:
+            reasons[_reason_kind(reason)] = reasons.get(_reason_kind(reason), 0) + 1
         if as_json:
             typer.echo(json.dumps({"id": t.id, "domain": t.domain, "family": t.family, "max_steps": t.max_steps,
-                                   "instruction": t.instruction, "unavailable": reason}))
+                                   "instruction": t.instruction, "available": reason is None, "reason": reason,
+                                   "unavailable": reason}))
         else:
             note = f"  [skipped here: {reason}]" if reason else ""
             typer.echo(f"{t.id}\t{t.instruction[:90]}{note}")
     if not as_json:
-        typer.echo(f"{len(found)} tasks", err=True)
+        runnable = len(found) - sum(reasons.values())
+        typer.echo(f"{len(found)} tasks: {runnable} runnable here, {sum(reasons.values())} not", err=True)
+        for kind, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0])):
+            typer.echo(f"  {count:4d}  {kind}", err=True)
+
+
+def _use_osworld_root(path: Optional[Path]) -> None:
+    """Point the osworld pack (here and in the env servers started from here) at ``path``; one-line error."""
+    import os
+
+    from mintgym.evals.osworld.loader import ROOT_VARIABLE, OSWorldRootError, check_root, use_root
+
+    try:
+        if path is not None:
+            use_root(path)
+        elif os.environ.get(ROOT_VARIABLE):
+            check_root(os.environ[ROOT_VARIABLE])
+    except OSWorldRootError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason with its particulars (hosts, program names, ids) dropped, to count tasks by it."""
+    import re
+
+    kind = re.sub(r"from \S+ \(", "from <host> (", reason)
+    kind = re.sub(r"'[^']*'", "<...>", kind)
+    return kind
 
 
 def serve(domain: str = typer.Argument(..., help="the environment domain to serve"),
           host: str = typer.Option("127.0.0.1", help="bind address (off loopback a token is required)"),
           port: int = typer.Option(8000),
-          token: Optional[str] = typer.Option(None, envvar="MINTGYM_TOKEN", help="bearer token clients must send"),
+          token_file: Optional[str] = typer.Option(
+              None, help="file holding the bearer token clients must send (mode 600); or set MINTGYM_TOKEN. "
+                         "Never on the command line, where ps shows it"),
           request_timeout: float = typer.Option(60.0, help="seconds before an environment call is failed"),
           max_sessions: int = typer.Option(1024),
           option: list[str] = typer.Option([], "--option", "-o", help="host option KEY=VALUE (JSON value)"),
+          max_option: list[str] = typer.Option([], "--max-option", help="cap a numeric session option: NAME=VALUE "
+                                                                        "(no session may ask for more)"),
           serial: Optional[str] = typer.Option(None, help="android: the device serial"),
           log_level: str = typer.Option("warning")) -> None:
     """Run an env server for DOMAIN."""
@@ -88,8 +129,8 @@ def serve(domain: str = typer.Argument(..., help="the environment domain to serv
             from mintgym.server.serve import build_host
 
             asyncio.run(_check_host(build_host(domain, host_options)))
-        run_server(domain, host, port, token=token, request_timeout=request_timeout, max_sessions=max_sessions,
-                   host_options=host_options, log_level=log_level)
+        run_server(domain, host, port, token_file=token_file, request_timeout=request_timeout,
+                   max_sessions=max_sessions, host_options=host_options, option_caps=max_option, log_level=log_level)
     except MintGymError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
@@ -108,12 +149,14 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
             out: Path = typer.Option(Path("runs/rollout"), help="run directory"),
             backend: str = typer.Option("local", help="local | docker | ray"),
             base_url: Optional[str] = typer.Option(None, help="use a running env server instead"),
-            token: Optional[str] = typer.Option(None, envvar="MINTGYM_TOKEN")) -> None:
+            token: Optional[str] = typer.Option(None, envvar="MINTGYM_TOKEN"),
+            osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP)) -> None:
     """Run episodes of one task with an agent and record their trajectories."""
     from mintgym.agents import make_agent
     from mintgym.env import registration
     from mintgym.rollout.runner import EpisodeJob, run_jobs
 
+    _use_osworld_root(osworld_root)
     domain, found = registration.resolve(task)
     if found is None:
         raise typer.BadParameter(f"{task!r} is a domain; give a task id (see `mintgym tasks {domain}`)")

@@ -5,7 +5,13 @@ validation, termination and reward are defined once:
 
 * an invalid or unparseable action counts as a step, changes nothing, gets reward 0 and ``info["error"]``;
 * ``done`` ends the episode (terminated); ``max_steps`` truncates it; the task may end it too;
-* the reward is ``task.evaluate(env)`` when the episode ends, 0 before.
+* the reward is ``task.evaluate(env)`` when the episode ends, 0 before;
+* a fault the agent's own action caused (its code killed the sandbox, it navigated off the task, it
+  typed what the input layer cannot handle) is the agent's failure, never an infrastructure error: the
+  environment raises :class:`AgentFault` from ``execute`` and the episode ends there, terminated, with
+  reward 0, ``info["failure"]`` giving the reason and ``info["agent_fault"] = True``. Rollouts train on
+  it like any failure and evaluations never retry it. Only faults outside the agent's reach (a killed
+  server, a browser that crashed on its own) raise :class:`~mintgym.errors.EnvironmentCrashed`.
 """
 
 from __future__ import annotations
@@ -34,6 +40,14 @@ def enlarge_region(shot: np.ndarray, region: tuple[int, int, int, int]) -> np.nd
     return np.asarray(crop.resize((width, height), Image.Resampling.LANCZOS), dtype=np.uint8)
 
 
+class AgentFault(Exception):
+    """Raised by ``Environment.execute`` when the agent's own action broke the episode (not the platform).
+
+    The episode ends as a failure with reward 0 and this message as its reason. The environment must
+    still be able to ``reset`` afterwards (or report ``alive() == False``, and the server replaces it).
+    """
+
+
 @dataclass
 class StepOutcome:
     observation: Observation
@@ -58,6 +72,8 @@ class Episode:
         self.ended = False
         self.episode_id = ""
         self.last_reward = 0.0
+        #: Why the agent's own action ended this episode (None unless it did).
+        self.fault: str | None = None
         self._oracle: AsyncIterator[ActionModel] | None = None
         self._zoom: tuple[int, int, int, int] | None = None
 
@@ -71,6 +87,7 @@ class Episode:
         self.step_count = 0
         self.ended = False
         self.last_reward = 0.0
+        self.fault = None
         self._oracle = None
         self._zoom = None
         self.episode_id = uuid.uuid4().hex[:12]
@@ -131,6 +148,8 @@ class Episode:
                 await self.env.execute(action)
         except InvalidAction as err:
             info["error"] = str(err)
+        except AgentFault as fault:
+            return await self._end_by_fault(str(fault) or type(fault).__name__, info, started)
         terminated = terminated or await self.task.finished(self.env)
         truncated = not terminated and self.step_count >= self.task.max_steps
         reward = 0.0
@@ -147,9 +166,27 @@ class Episode:
         info["step_seconds"] = time.perf_counter() - started
         return StepOutcome(obs, reward, terminated, truncated, info)
 
+    async def _end_by_fault(self, reason: str, info: dict[str, Any], started: float) -> StepOutcome:
+        """End the episode as the agent's failure: reward 0, whatever the environment's state says."""
+        self.ended = True
+        self.last_reward = 0.0
+        self.fault = reason
+        info.update(error=reason, failure=reason, agent_fault=True)
+        try:
+            obs = await self.observe(reason)
+        except Exception:  # the environment may be too broken to show a frame: the episode still ends
+            height, width = self.env.screen_size[1], self.env.screen_size[0]
+            obs = Observation(screenshot=np.zeros((height, width, 3), dtype=np.uint8), instruction=self.instruction,
+                              domain=self.env.domain, step=self.step_count,
+                              frame_id=f"{self.episode_id}-{self.step_count}", last_error=reason)
+        info["step_seconds"] = time.perf_counter() - started
+        return StepOutcome(obs, 0.0, True, False, info)
+
     async def evaluate(self) -> float:
         if self.task is None:
             raise EpisodeStateError("evaluate() before reset()")
+        if self.fault is not None:  # the agent broke its own episode: nothing it left behind scores
+            return 0.0
         return float(await self.task.evaluate(self.env))
 
     async def oracle_action(self) -> ActionModel | None:

@@ -2,6 +2,9 @@
 
 The parent binds 127.0.0.1 on a free port and hands the listening socket to the child (no port race).
 The child runs in its own process group, exits by itself when the parent dies (it polls its parent), and ``stop`` ends the whole group, so no server or browser outlives its owner.
+Bound off loopback (``LocalProvider(bind="0.0.0.0")``) a server always has a token: a fresh random one when
+none is given (it is in the returned handle). The token reaches the child in its environment, never on its
+command line.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -18,6 +22,7 @@ import threading
 
 from mintgym.errors import BackendError
 from mintgym.runtime.providers import Provider, ServerHandle, wait_for_health
+from mintgym.server.serve import TOKEN_ENV, is_loopback
 
 
 class LocalProvider(Provider):
@@ -34,7 +39,10 @@ class LocalProvider(Provider):
 
     def start(self, domain: str, *, token: str | None = None, options: dict | None = None) -> ServerHandle:
         options = dict(options or {})
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if not token and not is_loopback(self.bind):
+            token = secrets.token_urlsafe(32)  # off loopback a server is never without one
+        family = socket.AF_INET6 if ":" in self.bind else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((self.bind, 0))
         listener.listen(1024)
@@ -43,9 +51,16 @@ class LocalProvider(Provider):
         cmd = [self.python, "-m", "mintgym.server", domain, "--fd", str(listener.fileno()),
                "--parent-pid", str(os.getpid()), "--request-timeout", str(options.pop("request_timeout", self.request_timeout)),
                "--host-options", json.dumps(options.pop("host_options", {}))]
+        for name, cap in dict(options.pop("max_options", {})).items():
+            cmd += ["--max-option", f"{name}={cap}"]
+        if options:
+            listener.close()
+            raise ValueError(f"unknown local server options {sorted(options)}; known: request_timeout, "
+                             "host_options, max_options")
         env = dict(os.environ)
+        env.pop(TOKEN_ENV, None)
         if token:
-            env["MINTGYM_TOKEN"] = token
+            env[TOKEN_ENV] = token
         try:
             proc = subprocess.Popen(cmd, pass_fds=[listener.fileno()], stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True, env=env)
@@ -56,7 +71,10 @@ class LocalProvider(Provider):
         with self._lock:
             self._procs[ident] = proc
             self._logs[ident] = log.name
-        return ServerHandle(f"http://{self.bind}:{port}", domain, token, ident, {"log": log.name})
+        host = f"[{self.bind}]" if family == socket.AF_INET6 else self.bind
+        if self.bind in ("0.0.0.0", "::"):
+            host = "127.0.0.1" if family == socket.AF_INET else "[::1]"
+        return ServerHandle(f"http://{host}:{port}", domain, token, ident, {"log": log.name})
 
     def wait_ready(self, handle: ServerHandle, timeout: float = 120.0) -> None:
         try:

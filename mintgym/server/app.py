@@ -4,7 +4,12 @@ Routes: ``GET /v1/health``, ``GET /v1/spec``, ``GET|POST /v1/sessions``, ``DELET
 ``POST /v1/sessions/{id}/reset|step|evaluate|oracle``, ``GET /v1/sessions/{id}/screenshot``.
 Reset and step answer with a binary frame envelope (see :mod:`mintgym.wire`); errors are JSON
 ``{"error": {"code", "message", "session_id"}}`` with a 4xx (the caller's fault) or 5xx (the
-environment's) status. Every route but health needs the bearer token when the server has one.
+environment's) status.
+
+Auth: with a token every route needs ``Authorization: Bearer <token>`` (compared in constant time) --
+the OpenAPI schema and the docs included; ``GET /v1/health`` answers without it, but then only
+``{"status": ...}`` (a liveness probe that tells nothing about the sessions). Session options are
+validated by the host's options model and capped by the operator (:mod:`mintgym.server.options`).
 """
 
 from __future__ import annotations
@@ -12,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hmac
 import logging
-import secrets
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mintgym import __version__
@@ -26,6 +32,7 @@ from mintgym.action_spaces import InvalidAction
 from mintgym.env import registration
 from mintgym.env.core import EnvironmentHost
 from mintgym.errors import EpisodeStateError, RegistrationError, TaskUnavailable
+from mintgym.server.options import OptionError, check_defaults, check_options, options_model_for, parse_caps
 from mintgym.server.sessions import Busy, SessionFault, SessionManager, SessionMissing, resolve_task
 from mintgym.wire import (
     API_VERSION, FRAME_CONTENT_TYPE, IMAGE_CONTENT_TYPES, CreateSessionRequest, FrameOptions, ResetRequest,
@@ -63,11 +70,13 @@ class FrameResponse(Response):
 
 
 class BodyLimit:
-    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413, counted as they stream in."""
+    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413, counted as they stream in, and
+    bodies that trickle in slower than one chunk per ``chunk_seconds`` with 408 (slowloris)."""
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app, max_bytes: int, chunk_seconds: float = 30.0):
         self.app = app
         self.max_bytes = max_bytes
+        self.chunk_seconds = chunk_seconds
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -77,10 +86,17 @@ class BodyLimit:
             return await _error(413, "payload_too_large",
                                 f"request body of {int(declared)} bytes exceeds the limit of {self.max_bytes}")(scope, receive, send)
         seen = 0
+        complete = False
 
         async def limited_receive():
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, complete
+            if complete:  # after the body only a disconnect can come: no deadline
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.chunk_seconds)
+            except asyncio.TimeoutError:
+                raise ApiError(408, "request_timeout", f"the request body stalled for {self.chunk_seconds:.0f}s") from None
+            complete = message.get("type") != "http.request" or not message.get("more_body", False)
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
                 raise ApiError(413, "payload_too_large", f"request body exceeds the limit of {self.max_bytes} bytes")
@@ -90,8 +106,15 @@ class BodyLimit:
 
 
 def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeout: float = 60.0,
-               max_sessions: int = 1024, max_body_bytes: int = 1 << 20, sweep_seconds: float = 5.0) -> FastAPI:
-    """Build the env server for ``host``. ``token``: required bearer token (None: no auth)."""
+               max_sessions: int = 1024, max_body_bytes: int = 1 << 20, sweep_seconds: float = 5.0,
+               option_caps: dict[str, Any] | list[str] | None = None, body_chunk_seconds: float = 30.0) -> FastAPI:
+    """Build the env server for ``host``. ``token``: required bearer token (None: no auth).
+    ``option_caps``: the operator's upper bounds on numeric session options (``{"memory_mb": 2048}``)."""
+    if token is not None and not token.strip():
+        raise ValueError("the bearer token is empty")
+    options_model = options_model_for(host)
+    caps = parse_caps(option_caps, options_model)
+    check_defaults(options_model, dict(getattr(host, "defaults", {}) or {}), caps)
     manager = SessionManager(host, request_timeout=request_timeout, max_sessions=max_sessions)
     domain = host.domain
 
@@ -106,18 +129,32 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             await manager.close_all()
             await host.stop()
 
-    app = FastAPI(title=f"MintGym env server ({domain})", version=__version__, lifespan=lifespan)
+    app = FastAPI(title=f"MintGym env server ({domain})", version=__version__, lifespan=lifespan,
+                  openapi_url=None, docs_url=None, redoc_url=None)
     app.state.manager = manager
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.state.option_caps = caps
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, chunk_seconds=body_chunk_seconds)
+    expected = f"Bearer {token}".encode() if token is not None else b""
+
+    def authorized(request: Request) -> bool:
+        if token is None:
+            return True
+        given = request.headers.get("authorization", "").encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(given, expected)
 
     def authorize(request: Request) -> None:
-        if token is None:
-            return
-        given = request.headers.get("authorization", "")
-        if not (given.startswith("Bearer ") and secrets.compare_digest(given[7:].encode(), token.encode())):
+        if not authorized(request):
             raise ApiError(401, "unauthorized", "missing or wrong bearer token (header 'Authorization: Bearer <token>')")
 
     auth = [Depends(authorize)]
+
+    @app.get("/openapi.json", dependencies=auth, include_in_schema=False)
+    async def openapi_schema():
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", dependencies=auth, include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)
 
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, err: ApiError):
@@ -153,10 +190,13 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
 
     # ---- service -------------------------------------------------------------------------------
     @app.get(f"/{API_VERSION}/health")
-    async def health():
+    async def health(request: Request):
+        """Liveness; the details (domain, session counts, version) only with the token."""
         healthy = await host.healthy()
-        body = {"status": "ok" if healthy else "degraded", "domain": domain, "sessions": len(manager.sessions),
-                "replaced": manager.replaced, "failed_requests": manager.failed_requests, "version": __version__}
+        body: dict[str, Any] = {"status": "ok" if healthy else "degraded"}
+        if authorized(request):
+            body.update(domain=domain, sessions=len(manager.sessions), replaced=manager.replaced,
+                        failed_requests=manager.failed_requests, version=__version__)
         return JSONResponse(body, status_code=200 if healthy else 503)
 
     @app.get(f"/{API_VERSION}/spec", dependencies=auth)
@@ -181,7 +221,11 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     async def create_session(req: CreateSessionRequest | None = None):
         req = req or CreateSessionRequest()
         try:
-            session = await manager.create(frozenset(req.side_channels), req.env_options)
+            env_options = check_options(options_model, req.env_options, caps)
+        except OptionError as err:
+            raise ApiError(422, "bad_env_options", str(err)) from None
+        try:
+            session = await manager.create(frozenset(req.side_channels), env_options)
         except Busy as err:
             raise ApiError(503, "busy", str(err)) from None
         except asyncio.TimeoutError:

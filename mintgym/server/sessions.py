@@ -132,18 +132,22 @@ class SessionManager:
         session.failures += 1
         session.last_failure = reason
         session.status = "failed"
-        old = session.env
-        await self._close_env(old)
+        if await self._renew(session):
+            session.status = "needs_reset"
+            self.replaced += 1
+
+    async def _renew(self, session: Session) -> bool:
+        """Close the session's environment and give it a fresh one; False (session dropped) if that fails."""
+        await self._close_env(session.env)
         try:
             env = await asyncio.wait_for(self.host.create(dict(session.options)), self.request_timeout)
         except Exception as err:
-            log.error("could not replace the environment of session %s: %s", session.id, err)
+            log.error("could not renew the environment of session %s: %s", session.id, err)
             self.sessions.pop(session.id, None)
-            return
+            return False
         session.env = env
         session.episode = Episode(env, session.side_channels)
-        session.status = "needs_reset"
-        self.replaced += 1
+        return True
 
     # ---- episode operations ----------------------------------------------------------------------
     async def reset(self, session: Session, task: Task, seed: int | None):
@@ -155,7 +159,28 @@ class SessionManager:
         outcome = await self.run(session, lambda: session.episode.step(action, parse_error), "step")
         if outcome.terminated or outcome.truncated:
             session.status = "ended"
+        if outcome.info.get("agent_fault"):
+            await self._recover_after_fault(session)
         return outcome
+
+    async def _recover_after_fault(self, session: Session) -> None:
+        """After the agent broke its own episode, make sure the next reset finds a working environment.
+
+        Not a failure of the server: nothing is counted, the episode already ended as the agent's failure.
+        """
+        try:
+            alive = await asyncio.wait_for(session.env.alive(), 5.0)
+        except Exception:
+            alive = False
+        if alive:
+            return
+        async with session.lock:
+            task = session.episode.task
+            if not await self._renew(session):
+                return
+            session.episode.task = task  # a reset without task_id keeps the task
+            session.episode.ended = True  # and a step before that reset is refused (409)
+            session.status = "ended"
 
     async def health_sweep(self) -> int:
         """Replace sessions whose environment died while idle; returns how many were replaced."""

@@ -1,0 +1,21 @@
+"""Per-session options of a desktop environment (the ``env_options`` of a session), typed and bounded.
+
+The env server validates a session's options with :class:`DesktopOptions` before ``DesktopHost.create``
+sees them; ``template`` (a host path) is not a client option.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DesktopOptions(BaseModel):
+    """Options a client may pass when it creates a desktop session; unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    #: Screen width and height of the session's X display, in pixels.
+    width: int = Field(1280, ge=64, le=7680)
+    height: int = Field(720, ge=64, le=4320)
+    #: Seconds an X call (input, screenshot) may take before the display counts as dead.
+    x_timeout: float = Field(10.0, gt=0, le=120)

@@ -1,0 +1,26 @@
+"""Bounded options models for domain hosts that do not declare an ``options_model`` themselves.
+
+``AndroidOptions`` describes what ``AndroidHost.create`` reads (``serial``, ``snapshot``, ``settle``); it
+lives here, as plain data, until the android host carries it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:\-]+$")]
+
+
+class AndroidOptions(BaseModel):
+    """Options of an android session."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The adb serial of the device to use (default: the host's).
+    serial: _Name | None = None
+    #: An emulator snapshot to load on reset.
+    snapshot: _Name | None = None
+    #: Seconds to let the screen settle after an action.
+    settle: float = Field(0.5, ge=0, le=60)
