@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import re
+import socket
 import threading
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ import numpy as np
 
 from mintgym.action_spaces import ActionModel, Click, Drag, Key, Move, Scroll, Type, Wait
 from mintgym.env.core import Environment, Task
+from mintgym.environments.desktop.devtools import DevToolsBridge
 from mintgym.environments.desktop.display import XServer, wait_for_wm
 from mintgym.environments.desktop.namespace import SessionNamespace, hidden_dirs
 from mintgym.environments.desktop.sandbox import CommandResult, Sandbox
@@ -56,6 +58,7 @@ class DesktopEnvironment(Environment):
         self._closed = False
         self.last_reset_seconds: float | None = None
         self._lock = threading.Lock()
+        self._devtools: DevToolsBridge | None = None
 
     # -- facts -----------------------------------------------------------------------------------
     @property
@@ -142,6 +145,9 @@ class DesktopEnvironment(Environment):
         if self._closed:
             return
         self._closed = True
+        if self._devtools is not None:
+            await self._devtools.close()
+            self._devtools = None
         pool, self._pool = self._pool, None
         if pool is not None:
             loop = asyncio.get_running_loop()
@@ -302,6 +308,19 @@ class DesktopEnvironment(Environment):
     def terminal_text(self, log: Path) -> str:
         """What a terminal log shows: its text with the control sequences removed ('' before it exists)."""
         return TERMINAL_ESCAPES.sub("", self.read_text(log) or "")
+
+    def devtools(self) -> DevToolsBridge:
+        """The server's bridge to the DevTools port of a browser running in this session (see :mod:`.devtools`)."""
+        if self._devtools is None:
+            self._devtools = DevToolsBridge(self.connect)
+        return self._devtools
+
+    def connect(self, port: int) -> socket.socket:
+        """A TCP connection to ``port`` on the session's own loopback (its network namespace)."""
+        box = self._box()
+        if box.namespace is not None:
+            return box.namespace.connect(port)
+        return socket.create_connection(("127.0.0.1", port), timeout=5.0)  # no namespace: the host's loopback
 
     # -- the session's files, as the server may touch them ----------------------------------------
     def read_bytes(self, path: str | Path, max_bytes: int = 64 * 2**20) -> bytes | None:

@@ -81,8 +81,9 @@ def write_session_bin(bin_dir: Path) -> None:
     * ``python``/``python3``: the system interpreter, with a ``pyautogui`` stand-in on the path so
       OSWorld config scripts (``import pyautogui; pyautogui.click(...)``) act through XTEST.
     * ``mintgym-terminal``: xterm titled "Terminal", logging its output (read by ``vm_terminal_output``).
-    * ``google-chrome``: Chromium with the profile where Chrome keeps it, minus the debugging port
-      (a loopback port would let one session drive another's browser).
+    * ``google-chrome``: Chromium with the profile where Chrome keeps it. Its DevTools port (OSWorld's
+      tasks pass ``--remote-debugging-port=1337``) is on the session's own loopback, which nothing
+      outside the session reaches but the server's bridge (:mod:`.devtools`).
     """
     bin_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(bin_dir, 0o755)
@@ -99,6 +100,5 @@ def write_session_bin(bin_dir: Path) -> None:
             f'exec xterm -title Terminal -xrm "XTerm*logInhibit: false" -l '
             f'-lf "$HOME/{TERMINAL_LOGS}/$(date +%s%N).log" "$@"\n')
     _script(bin_dir / "google-chrome",
-            'for a do shift; case "$a" in --remote-debugging-port*) ;; *) set -- "$@" "$a";; esac; done\n'
             'exec chromium --no-first-run --no-default-browser-check --password-store=basic --no-sandbox '
             '--disable-gpu --disable-dev-shm-usage --user-data-dir="$HOME/.config/google-chrome" "$@"\n')

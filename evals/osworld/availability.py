@@ -24,13 +24,17 @@ KNOWN_BLOCKERS = {
     "5812b315-e7bd-4265-b51f-863c02174c28": "needs sudo to create a system user (the session user is unprivileged)",
 }
 STEP_NEEDS = {
-    "chrome_open_tabs": "opens web pages (needs the internet and Chrome's DevTools port)",
-    "chrome_close_tabs": "drives Chrome through its DevTools port",
     "googledrive": "needs a Google Drive account",
     "login": "needs an online account login",
     "update_browse_history": "edits Chrome's history database of the VM image",
 }
 SCHEMA_DIR = Path("/usr/share/glib-2.0/schemas")
+
+
+def _session_reaches(url: str) -> bool:
+    """Whether a page the session's own browser loads can be reached: its own loopback or a file."""
+    parsed = urllib.parse.urlparse(url)
+    return parsed.scheme in ("file", "about", "chrome", "data") or parsed.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def _steps(spec: OSWorldSpec) -> list[Step]:
@@ -51,6 +55,11 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
             return f"config step {step.type!r} {STEP_NEEDS[step.type]}"
         if step.type not in SUPPORTED_STEPS:
             return f"config step {step.type!r} is not supported offline"
+        if step.type == "chrome_open_tabs":
+            for url in step.parameters.get("urls_to_open", []):
+                if not _session_reaches(str(url)):
+                    return (f"opens {urllib.parse.urlparse(str(url)).hostname} in Chrome (the session's network "
+                            "has only its own loopback here; no egress is configured)")
         if step.type == "download":
             for item in step.parameters.get("files", []):
                 url, path = str(item.get("url", "")), str(item.get("path", ""))

@@ -114,3 +114,11 @@ GETTERS: dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]] = {
     "chrome_font_size": chrome_font_size, "gimp_config_file": gimp_config_file, "vlc_config": vlc_config,
     "cache_file": cache_file, "cloud_file": cache_file,
 }
+
+def _chrome_getters() -> dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]]:
+    from mintgym.evals.osworld.chrome import GETTERS as CHROME
+
+    return CHROME
+
+
+GETTERS.update(_chrome_getters())

@@ -22,7 +22,8 @@ from mintgym.environments.desktop.env import OSWORLD_HOME, DesktopEnvironment
 from mintgym.evals.osworld import files
 from mintgym.evals.osworld.loader import Step
 
-SUPPORTED_STEPS = ("launch", "open", "execute", "command", "sleep", "download", "activate_window", "close_window")
+SUPPORTED_STEPS = ("launch", "open", "execute", "command", "sleep", "download", "activate_window", "close_window",
+                   "chrome_open_tabs", "chrome_close_tabs")
 #: Helper processes of OSWorld's own VM controller; nothing here needs them.
 CONTROLLER_HELPERS = ("socat",)
 #: Process names as OSWorld's Ubuntu image has them -> as this desktop has them.
@@ -174,6 +175,16 @@ async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path
         await asyncio.sleep(0.3)
     elif kind == "close_window":
         await env.close_window(params["window_name"])
+    elif kind in ("chrome_open_tabs", "chrome_close_tabs"):
+        from mintgym.evals.osworld import chrome
+
+        try:
+            if kind == "chrome_open_tabs":
+                await chrome.open_tabs(env, list(params["urls_to_open"]))
+            else:
+                await chrome.close_tabs(env, list(params["urls_to_close"]))
+        except chrome.ChromeUnavailable as err:
+            raise ConfigStepFailed(str(err)) from None
     else:
         raise ConfigStepFailed(f"step type {kind!r} is not supported offline (supported: {', '.join(SUPPORTED_STEPS)})")
 

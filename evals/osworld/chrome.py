@@ -1,0 +1,152 @@
+"""OSWorld's Chrome steps and getters, through the browser's DevTools protocol in the session.
+
+The session's Chromium serves DevTools on its own loopback (port 1337, as OSWorld's tasks launch it);
+the env server reaches it over :class:`~mintgym.environments.desktop.devtools.DevToolsBridge` with
+Playwright's ``connect_over_cdp``, the client OSWorld's own setup and getters use. Profile files
+(cookies, history, bookmarks, preferences) are copied out of the session like any other file and read
+on the server. Return values follow OSWorld's getters of the same names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from typing import Any
+
+from mintgym.environments.desktop.devtools import DEVTOOLS_PORT, browser
+from mintgym.environments.desktop.env import DesktopEnvironment
+
+PROFILE = "~/.config/google-chrome/Default"
+START_TIMEOUT = 30.0
+
+
+class ChromeUnavailable(RuntimeError):
+    """The session's browser could not be reached on its DevTools port; the message says why."""
+
+
+async def ensure_browser(env: DesktopEnvironment) -> None:
+    """Start ``google-chrome --remote-debugging-port=1337`` in the session unless something serves DevTools."""
+    bridge = env.devtools()
+    if await asyncio.to_thread(bridge.reachable):
+        return
+    await env.launch(["google-chrome", f"--remote-debugging-port={DEVTOOLS_PORT}"])
+    deadline = asyncio.get_running_loop().time() + START_TIMEOUT
+    while not await asyncio.to_thread(bridge.reachable):
+        if asyncio.get_running_loop().time() > deadline:
+            raise ChromeUnavailable(f"Chromium served no DevTools port {DEVTOOLS_PORT} within {START_TIMEOUT:g} s")
+        await asyncio.sleep(0.3)
+
+
+def _pages(handle: Any) -> list[Any]:
+    return [page for context in handle.contexts for page in context.pages]
+
+
+async def open_tabs(env: DesktopEnvironment, urls: list[str]) -> None:
+    """``chrome_open_tabs``: each URL in a new tab of the session's browser, loaded."""
+    await ensure_browser(env)
+    async with browser(env.devtools()) as handle:
+        context = handle.contexts[0] if handle.contexts else await handle.new_context()
+        for url in urls:
+            page = await context.new_page()
+            try:
+                await page.goto(url, timeout=60_000)
+            except Exception as err:  # Playwright's errors carry the reason (no route, 404 is not one)
+                raise ChromeUnavailable(f"could not open {url}: {str(err).splitlines()[0]}") from None
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+async def close_tabs(env: DesktopEnvironment, urls: list[str]) -> None:
+    """``chrome_close_tabs``: close every tab showing one of the URLs."""
+    await ensure_browser(env)
+    async with browser(env.devtools()) as handle:
+        for page in _pages(handle):
+            if any(_same_url(page.url, url) for url in urls):
+                await page.close()
+
+
+async def _active_page(handle: Any) -> Any | None:
+    """The tab the user sees: the one whose document is visible (the last one if several windows)."""
+    active = None
+    for page in _pages(handle):
+        try:
+            if await page.evaluate("document.visibilityState") == "visible":
+                active = page
+        except Exception:  # a tab that is navigating or crashed cannot be the one on screen
+            continue
+    return active
+
+
+async def _live(env: DesktopEnvironment) -> bool:
+    return await asyncio.to_thread(env.devtools().reachable)
+
+
+async def open_tabs_info(env: DesktopEnvironment, config: dict) -> list[dict] | None:
+    if not await _live(env):
+        return None
+    async with browser(env.devtools()) as handle:
+        return [{"title": await page.title(), "url": page.url} for page in _pages(handle)]
+
+
+async def active_tab_info(env: DesktopEnvironment, config: dict) -> dict | None:
+    if not await _live(env):
+        return None
+    async with browser(env.devtools()) as handle:
+        page = await _active_page(handle)
+        if page is None:
+            return None
+        return {"title": await page.title(), "url": page.url, "content": await page.content()}
+
+
+async def active_tab_url(env: DesktopEnvironment, config: dict) -> str | None:
+    """The active tab's URL (OSWorld reads it from the address bar's accessibility node)."""
+    info = await active_tab_info(env, config)
+    return info["url"] if info else None
+
+
+def _query(env: DesktopEnvironment, name: str, sql: str) -> list[tuple] | None:
+    copy = env.fetch_file(f"{PROFILE}/{name}")
+    if copy is None:
+        return None
+    try:
+        with sqlite3.connect(f"file:{copy}?mode=ro", uri=True) as db:
+            return db.execute(sql).fetchall()
+    except sqlite3.Error:
+        return None
+
+
+async def cookie_data(env: DesktopEnvironment, config: dict) -> list[tuple] | None:
+    return _query(env, "Cookies", "SELECT * FROM cookies")
+
+
+async def history(env: DesktopEnvironment, config: dict) -> list[tuple] | None:
+    return _query(env, "History", "SELECT url, title, last_visit_time FROM urls")
+
+
+async def bookmarks(env: DesktopEnvironment, config: dict) -> dict | list | None:
+    text = env.read_text(f"{PROFILE}/Bookmarks")
+    try:
+        return json.loads(text)["roots"] if text else []
+    except (ValueError, KeyError):
+        return []
+
+
+async def shortcuts_on_desktop(env: DesktopEnvironment, config: dict) -> dict[str, str]:
+    found = {}
+    for path, _mtime in env.sandbox.list_files(env.home / "Desktop"):
+        if path.suffix == ".desktop":
+            text = env.read_text(path)
+            if text is not None:
+                found[path.name] = text
+    return found
+
+
+GETTERS = {
+    "open_tabs_info": open_tabs_info, "active_tab_info": active_tab_info,
+    "active_url_from_accessTree": active_tab_url, "active_tab_url": active_tab_url,
+    "cookie_data": cookie_data, "history": history, "bookmarks": bookmarks,
+    "shortcuts_on_desktop": shortcuts_on_desktop,
+}
