@@ -10,138 +10,13 @@ inputs renamed for it).
 from __future__ import annotations
 
 import json
-import math
-import struct
-import wave
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
 
-OOR = "http://openoffice.org/2001/registry"
-
-
-@dataclass(frozen=True)
-class Case:
-    metric: str
-    label: str
-    args: tuple
-    kwargs: dict = field(default_factory=dict)
-    #: desktop-env function to compare with when it is not ``metric`` (own metrics without a namesake).
-    reference: str | None = None
-    ref_args: tuple | None = None
-    ref_kwargs: dict | None = None
+from mintgym.evals.osworld.metric_inputs import Case, Files
 
 
-class _Files:
-    """Writes test inputs under one folder and returns their paths as strings."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.missing = str(root / "no-such-dir" / "missing.file")
-
-    def path(self, name: str) -> str:
-        return str(self.root / name)
-
-    def text(self, name: str, content: str, encoding: str = "utf-8") -> str:
-        (self.root / name).write_bytes(content.encode(encoding))
-        return self.path(name)
-
-    def json(self, name: str, data: Any) -> str:
-        return self.text(name, json.dumps(data))
-
-    def xlsx(self, name: str, sheets: dict[str, list[list[Any]]]) -> str:
-        from openpyxl import Workbook
-
-        book = Workbook()
-        book.remove(book.active)
-        for title, rows in sheets.items():
-            sheet = book.create_sheet(title)
-            for row in rows:
-                sheet.append(row)
-        book.save(self.root / name)
-        return self.path(name)
-
-    def docx(self, name: str, paragraphs: list[str], spacing: float | None = None,
-             tabs: list[tuple[float, str]] | None = None) -> str:
-        from docx import Document
-        from docx.enum.text import WD_TAB_ALIGNMENT
-        from docx.shared import Inches
-
-        doc = Document()
-        for text in paragraphs:
-            para = doc.add_paragraph(text)
-            if spacing is not None:
-                para.paragraph_format.line_spacing = spacing
-            for position, align in tabs or []:
-                para.paragraph_format.tab_stops.add_tab_stop(Inches(position), getattr(WD_TAB_ALIGNMENT, align))
-        doc.save(self.root / name)
-        return self.path(name)
-
-    def pptx(self, name: str, texts: list[str], picture: str | None = None, stretch: bool = False) -> str:
-        from pptx import Presentation
-        from pptx.util import Inches, Pt
-
-        prs = Presentation()
-        for text in texts:
-            slide = prs.slides.add_slide(prs.slide_layouts[6])
-            box = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(6), Inches(1))
-            box.text_frame.text = text
-            box.text_frame.paragraphs[0].runs[0].font.size = Pt(24)
-            if picture:
-                if stretch:
-                    slide.shapes.add_picture(picture, 0, 0, prs.slide_width, prs.slide_height)
-                else:
-                    slide.shapes.add_picture(picture, Inches(2), Inches(2), Inches(2), Inches(2))
-        prs.save(self.root / name)
-        return self.path(name)
-
-    def pdf(self, name: str, pages: list[str]) -> str:
-        import pymupdf
-
-        doc = pymupdf.open()
-        for text in pages:
-            doc.new_page().insert_text((72, 72), text)
-        doc.save(self.root / name)
-        doc.close()
-        return self.path(name)
-
-    def png(self, name: str, size: int = 48, shade: float = 1.0, saturation: float = 1.0,
-            flip: bool = False) -> str:
-        from PIL import Image, ImageEnhance
-
-        img = Image.new("RGB", (size, size))
-        img.putdata([(int(200 * x / size) + 20, 40 + (y * 3) % 120, 180 - int(150 * y / size))
-                     for y in range(size) for x in range(size)])
-        for x in range(size // 4, size // 2):
-            for y in range(size // 4, size // 2):
-                img.putpixel((x, y), (230, 30, 30))
-        if flip:
-            img = img.transpose(Image.Transpose.FLIP_TOP_BOTTOM)
-        img = ImageEnhance.Brightness(img).enhance(shade)
-        img = ImageEnhance.Color(img).enhance(saturation)
-        img.save(self.root / name)
-        return self.path(name)
-
-    def wav(self, name: str, freq: float, seconds: float = 0.4, rate: int = 16000) -> str:
-        with wave.open(str(self.root / name), "wb") as out:
-            out.setnchannels(1)
-            out.setsampwidth(2)
-            out.setframerate(rate)
-            frames = int(seconds * rate)
-            out.writeframes(b"".join(struct.pack("<h", int(12000 * math.sin(2 * math.pi * freq * i / rate)))
-                                     for i in range(frames)))
-        return self.path(name)
-
-    def xcu(self, name: str, minutes: str | None) -> str:
-        item = "" if minutes is None else (
-            f'<item oor:path="/org.openoffice.Office.Common/Save/Document">'
-            f'<prop oor:name="AutoSaveTimeIntervall" oor:op="fuse"><value>{minutes}</value></prop></item>')
-        return self.text(name, f'<?xml version="1.0" encoding="UTF-8"?>\n<oor:items xmlns:oor="{OOR}">'
-                               f'<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="X">'
-                               f'<value>1</value></prop></item>{item}</oor:items>\n')
-
-
-def _general(f: _Files) -> list[Case]:
+def _general(f: Files) -> list[Case]:
     inc = "check_include_exclude"
     cases = [
         Case(inc, "all in, none out", ("Hello world", {"include": ["Hello"], "exclude": ["bye"]})),
@@ -241,7 +116,7 @@ def _general(f: _Files) -> list[Case]:
     return cases
 
 
-def _chrome(f: _Files) -> list[Case]:
+def _chrome(f: Files) -> list[Case]:
     one = f.pdf("one.pdf", ["Quarterly report", "Page two"])
     cp = "compare_pdfs"
     cases = [
@@ -292,7 +167,7 @@ def _chrome(f: _Files) -> list[Case]:
     return cases
 
 
-def _docs(f: _Files) -> list[Case]:
+def _docs(f: Files) -> list[Case]:
     base = f.docx("d_base.docx", ["First line here", "Second  line", ""])
     same = f.docx("d_same.docx", ["First line here", "Second  line", ""])
     other = f.docx("d_other.docx", ["Completely different", "text"])
@@ -330,7 +205,7 @@ def _docs(f: _Files) -> list[Case]:
     return cases
 
 
-def _gimp(f: _Files) -> list[Case]:
+def _gimp(f: Files) -> list[Case]:
     rc = f.text("gimprc", "# GIMP gimprc\n\n(theme \"Dark\")\n(default-image (width 1920))\n(show-tips no)\n")
     cs = "check_config_status"
     cases = [
@@ -366,7 +241,7 @@ def _gimp(f: _Files) -> list[Case]:
     return cases
 
 
-def _basic_os(f: _Files) -> list[Case]:
+def _basic_os(f: Files) -> list[Case]:
     cb = "is_in_vm_clickboard"
     cases = [
         Case(cb, "text in output", ({"expected": "hello"}, "say hello world")),
@@ -389,7 +264,7 @@ def _basic_os(f: _Files) -> list[Case]:
     return cases
 
 
-def _slides(f: _Files) -> list[Case]:
+def _slides(f: Files) -> list[Case]:
     a = f.pptx("p_a.pptx", ["Title one", "Second slide"])
     opts = {"examine_shape": False, "examine_bullets": False}
     cp = "compare_pptx_files"
@@ -425,7 +300,7 @@ def _slides(f: _Files) -> list[Case]:
     return cases
 
 
-def _table(f: _Files) -> list[Case]:
+def _table(f: Files) -> list[Case]:
     rows = [["Name", "Score"], ["Ada", 36], ["Bob", 41.5]]
     want = f.xlsx("t_want.xlsx", {"Sheet1": rows, "Sheet2": [["x"]]})
     same = f.xlsx("t_same.xlsx", {"Sheet1": rows, "Sheet2": [["x"]]})
@@ -469,7 +344,7 @@ def _table(f: _Files) -> list[Case]:
     return cases
 
 
-def _vlc(f: _Files) -> list[Case]:
+def _vlc(f: Files) -> list[Case]:
     def rc(name: str, *lines: str) -> str:
         return f.text(name, "\n".join(["# VLC preferences", "[qt] # Qt interface", *lines, ""]))
 
@@ -540,7 +415,7 @@ def _vlc(f: _Files) -> list[Case]:
     return cases
 
 
-def _vscode(f: _Files) -> list[Case]:
+def _vscode(f: Files) -> list[Case]:
     a = f.text("vs_a.txt", "Hello World\n\tline two\n")
     ct = "compare_text_file"
     cases = [
@@ -589,11 +464,234 @@ def _vscode(f: _Files) -> list[Case]:
     return cases
 
 
-GROUPS: tuple[Callable[[_Files], list[Case]], ...] = (_general, _chrome, _docs, _gimp, _basic_os, _slides, _table,
-                                                       _vlc, _vscode)
+def _general_more(f: Files) -> list[Case]:
+    fm = "fuzzy_match"
+    cases = [
+        Case(fm, "equal", ("New York", {"expected": "New York"})), Case(fm, "close", ("New Yrok", {"expected": "New York"})),
+        Case(fm, "case", ("new york", {"expected": "New York"})), Case(fm, "None", (None, {"expected": "x"})),
+        Case(fm, "empty", ("", {"expected": ""})),
+    ]
+    lst = f.text("list.txt", "apple 3\nbanana 5\ncherry\n")
+    cl = "check_list"
+    cases += [
+        Case(cl, "all patterns", (lst, {"expect": [r"^apple \d", "cherry"]})),
+        Case(cl, "pattern absent", (lst, {"expect": ["durian"]})),
+        Case(cl, "unexpected present", (lst, {"unexpect": ["ban+ana"]})),
+        Case(cl, "None", (None, {"expect": []})), Case(cl, "missing file", (f.missing, {"expect": []})),
+        Case(cl, "case", (lst, {"expect": ["APPLE"]})),
+    ]
+    dj = "check_direct_json_object"
+    cases += [
+        Case(dj, "equal object", ({"a": 1, "b": "x"}, {"expected": {"a": 1, "b": "x"}})),
+        Case(dj, "single-quoted text", ("  {'a': 1}  ", {"expected": {"a": 1}})),
+        Case(dj, "value differs", ({"a": 2}, {"expected": {"a": 1}})),
+        Case(dj, "ignore_list_order", ({"a": [2, 1]}, {"expected": {"a": [1, 2], "ignore_list_order": True}})),
+        Case(dj, "expect_in_result", ({"title": "The Big Sleep", "tags": ["x", "y"]},
+                                      {"expected": {"title": "Big", "tags": ["y"]}, "expect_in_result": True})),
+        Case(dj, "None", (None, {"expected": {"a": 1}})), Case(dj, "not JSON", ("{oops", {"expected": {"a": 1}})),
+        Case(dj, "evaluation failed marker", ({"a": 1}, {"expected": {"a": "__EVALUATION_FAILED__"}})),
+    ]
+    gold = f.json("gold.json", {"a": 1, "b": [1, 2]})
+    ij = "is_included_all_json_objects"
+    cases += [
+        Case(ij, "superset", (gold, f.json("res1.json", {"a": 1, "b": [1, 2], "c": 3}))),
+        Case(ij, "value differs", (gold, f.json("res2.json", {"a": 2, "b": [1, 2]}))),
+        Case(ij, "None", (gold, None)), Case(ij, "missing file", (gold, f.missing)),
+        Case(ij, "not JSON", (gold, f.text("res3.json", "{"))),
+    ]
+    out = f.text("term.txt", "total 4\nfile.txt\n")
+    ct = "compare_terminal_and_txt"
+    cases += [
+        Case(ct, "same text", (out, "total 4\nfile.txt\n")), Case(ct, "missing newline", (out, "total 4\nfile.txt")),
+        Case(ct, "None output", (out, None)), Case(ct, "missing file", (f.missing, "x")),
+        Case(ct, "other text", (out, "total 5\n")),
+    ]
+    py = f.text("gold.py", "def f(x):\n    return x + 1\n")
+    pp = "compare_python_pure_text"
+    cases += [
+        Case(pp, "identical", (f.text("u1.py", "def f(x):\n    return x + 1\n"), py)),
+        Case(pp, "shebang, tabs, blank lines", (f.text("u2.py", "#!/usr/bin/env python\ndef f(x):\n\n\treturn x + 1  \n"), py)),
+        Case(pp, "different code", (f.text("u3.py", "def f(x):\n    return x - 1\n"), py)),
+        Case(pp, "None", (None, py)), Case(pp, "missing file", (f.missing, py)),
+        Case(pp, "latin-1 file", (f.text("u4.py", "# caf\xe9\ndef f(x):\n    return x + 1\n", "latin-1"), py)),
+    ]
+    return cases
+
+
+def _chrome_more(f: Files) -> list[Case]:
+    up = "is_expected_url_pattern_match"
+    cases = [
+        Case(up, "all patterns", ("https://www.example.com/search?q=cats", {"expected": ["example\\.com", "q=cats"]})),
+        Case(up, "one pattern fails", ({"url": "https://www.example.com/"}, {"expected": ["example", "q="]})),
+        Case(up, "None", (None, {"expected": ["x"]})), Case(up, "not a URL holder", (["x"], {"expected": ["x"]})),
+        Case(up, "case", ("https://EXAMPLE.com", {"expected": ["example"]})),
+    ]
+    tabs = [{"url": "https://www.example.com/"}, {"url": "https://docs.python.org/3/"}]
+    et = "is_expected_tabs"
+    cases += [
+        Case(et, "same tabs", (tabs, {"type": "url", "urls": ["https://www.example.com/", "https://docs.python.org/3/"]})),
+        Case(et, "one tab differs", (tabs, {"type": "url", "urls": ["https://www.example.com/", "https://pypi.org/"]})),
+        Case(et, "None", (None, {"type": "url", "urls": []})), Case(et, "unknown type", (tabs, {"type": "title"})),
+        Case(et, "trailing slash", ([{"url": "https://www.example.com"}], {"type": "url", "urls": ["https://www.example.com/"]})),
+    ]
+    marks = {"bookmark_bar": {"children": [
+        {"type": "folder", "name": "Liked Authors", "children": [{"type": "url", "url": "https://a.example/"},
+                                                                 {"type": "url", "url": "https://b.example/"}]},
+        {"type": "url", "name": "News", "url": "https://news.example/"}]}}
+    eb = "is_expected_bookmarks"
+    cases += [
+        Case(eb, "folder names", (marks, {"type": "bookmark_bar_folders_names", "names": ["Liked Authors"]})),
+        Case(eb, "website urls differ", (marks, {"type": "bookmark_bar_websites_urls", "urls": ["https://x.example/"]})),
+        Case(eb, "liked authors, alternatives", (marks, {"type": "liked_authors_websites_urls",
+                                                        "urls": [["https://a.example/", "https://c.example/"],
+                                                                 "https://b.example/"]})),
+        Case(eb, "None", (None, {"type": "bookmark_bar_folders_names", "names": []})),
+        Case(eb, "unknown type", (marks, {"type": "other"})),
+    ]
+    sq = "is_expected_search_query"
+    cases += [
+        Case(sq, "pattern found", ({"url": "https://www.google.com/search?q=weather"}, {"expect": {"pattern": "q=weather"}})),
+        Case(sq, "pattern absent", ({"url": "https://www.google.com/"}, {"expect": {"pattern": "q="}})),
+        Case(sq, "None", (None, {"expect": {"pattern": "x"}})), Case(sq, "no url", ({"title": "x"}, {"expect": {"pattern": "x"}})),
+        Case(sq, "case", ({"url": "https://x/?q=Weather"}, {"expect": {"pattern": "weather"}})),
+    ]
+    history = [("https://www.amazon.com/cart", "Cart", 3), ("https://news.example/", "News", 1)]
+    hd = "check_history_deleted"
+    cases += [
+        Case(hd, "still there", (history, {"type": "keywords", "keywords": ["amazon"]})),
+        Case(hd, "deleted", (history, {"type": "keywords", "keywords": ["ebay"]})),
+        Case(hd, "empty history", ([], {"type": "keywords", "keywords": ["amazon"]})),
+        Case(hd, "None", (None, {"type": "keywords", "keywords": ["a"]})), Case(hd, "unknown type", (history, {"type": "x"})),
+        Case(hd, "case", (history, {"type": "keywords", "keywords": ["Amazon"]})),
+    ]
+    ee = "check_enabled_experiments"
+    cases += [
+        Case(ee, "same names", (["smooth-scrolling@1", "dark-mode@2"], {"type": "names", "names": ["smooth-scrolling", "dark-mode"]})),
+        Case(ee, "other order", (["dark-mode@2", "smooth-scrolling@1"], {"type": "names", "names": ["smooth-scrolling", "dark-mode"]})),
+        Case(ee, "none enabled", ([], {"type": "names", "names": []})), Case(ee, "None", (None, {"type": "names", "names": []})),
+        Case(ee, "unknown type", (["a@1"], {"type": "x"})),
+    ]
+    return cases
+
+
+def _os_more(f: Files) -> list[Case]:
+    def timedatectl(zone: str) -> str:
+        return ("               Local time: Thu 2024-01-25 12:56:06 WET\n"
+                "           Universal time: Thu 2024-01-25 12:56:06 UTC\n"
+                "                 RTC time: Thu 2024-01-25 12:56:05\n"
+                f"                Time zone: {zone}\n"
+                "System clock synchronized: yes\n")
+
+    uz = "is_utc_0"
+    cases = [
+        Case(uz, "UTC+0", (timedatectl("Atlantic/Faroe (WET, +0000)"),)),
+        Case(uz, "UTC+1", (timedatectl("Europe/Paris (CET, +0100)"),)),
+        Case(uz, "trailing space", (timedatectl("Etc/UTC (UTC, +0000) "),)),
+        Case(uz, "too few lines", ("Local time: x\n",)), Case(uz, "None", (None,)),
+    ]
+    te = "check_text_enlarged"
+    cases += [Case(te, "1.5", ("1.5",)), Case(te, "1.0", ("1.0\n",)), Case(te, "0.75", (" 0.75 ",)),
+              Case(te, "not a number", ("big",)), Case(te, "None", (None,))]
+    listing = {"children": [{"name": "a.jpg"}, {"name": "b.jpg"}]}
+    mj = "check_moved_jpgs"
+    cases += [
+        Case(mj, "same files", (listing, {"expected": ["b.jpg", "a.jpg"]})),
+        Case(mj, "one missing", (listing, {"expected": ["a.jpg", "c.jpg"]})),
+        Case(mj, "count differs", (listing, {"expected": ["a.jpg"]})),
+        Case(mj, "empty folder", ({"children": []}, {"expected": []})), Case(mj, "None", (None, {"expected": []})),
+    ]
+    fs = "is_vlc_fullscreen"
+    screen = {"width": 1920, "height": 1080}
+    cases += [
+        Case(fs, "full screen", ({"width": 1920, "height": 1080}, screen)),
+        Case(fs, "windowed", ({"width": 1280, "height": 720}, screen)), Case(fs, "None window", (None, screen)),
+        Case(fs, "None screen", ({"width": 1, "height": 1}, None)),
+        Case(fs, "size as text", ({"width": "1920", "height": "1080"}, screen)),
+    ]
+    ca = "compare_answer"
+    cases += [
+        Case(ca, "equal", ("42", {"expected": "42"})), Case(ca, "different", ("41", {"expected": "42"})),
+        Case(ca, "None", (None, {"expected": "42"})), Case(ca, "whitespace", ("42\n", {"expected": "42"})),
+        Case(ca, "empty", ("", {"expected": ""})),
+    ]
+    return cases
+
+
+def _vlc_more(f: Files) -> list[Case]:
+    cases = []
+    settings = [("check_qt_bgcone", "qt-bgcone", "expected_qt_bgcone", "0", "1"),
+                ("check_qt_max_volume", "qt-max-volume", "expected_qt_max_volume", "200", "125"),
+                ("check_qt_minimal_view", "qt-minimal-view", "expected_qt_minimal_view", "1", "0")]
+    for name, key, field_, value, default in settings:
+        cases += [
+            Case(name, "set", (f.text(f"{key}-1", f"[qt]\n{key}={value}\n"), {field_: value})),
+            Case(name, "default", (f.text(f"{key}-2", "[qt]\n"), {field_: int(default)})),
+            Case(name, "set, other value expected", (f.text(f"{key}-3", f"[qt]\n{key}={value}\n"), {field_: default})),
+            Case(name, "commented line counts", (f.text(f"{key}-4", f"#{key}={value}\n"), {field_: int(value)})),
+            Case(name, "missing file", (f.missing, {field_: value})),
+        ]
+    gk = "check_global_key_play_pause"
+    field_ = "expected_global_key_play_pause"
+    cases += [
+        Case(gk, "bound", (f.text("gk1", "global-key-play-pause=Ctrl+Space\n"), {field_: 1})),
+        Case(gk, "empty binding", (f.text("gk2", "#global-key-play-pause=\n"), {field_: 0})),
+        Case(gk, "absent", (f.text("gk3", "[hotkeys]\n"), {field_: "1"})),
+        Case(gk, "bound, 0 expected", (f.text("gk4", "global-key-play-pause=p\n"), {field_: 0})),
+        Case(gk, "missing file", (f.missing, {field_: 0})),
+    ]
+    return cases
+
+
+def _images_more(f: Files) -> list[Case]:
+    img = f.png("m_img.png")
+    ci = "compare_images"
+    cases = [
+        Case(ci, "identical", (img, f.png("m_same.png"))), Case(ci, "flipped", (img, f.png("m_flip.png", flip=True))),
+        Case(ci, "base score", (img, f.png("m_dark.png", shade=0.8)), {"reference_base_result": 0.5}),
+        Case(ci, "below base score", (img, f.png("m_flip2.png", flip=True)), {"reference_base_result": 0.9}),
+        Case(ci, "None", (None, img)), Case(ci, "missing file", (img, f.missing)),
+        Case(ci, "other size", (f.png("m_big.png", size=96), img)),
+    ]
+    sz = "check_image_size"
+    cases += [
+        Case(sz, "width and height", (img, {"width": 48, "height": 48})), Case(sz, "width only", (img, {"width": 48})),
+        Case(sz, "wrong height", (img, {"height": 50})), Case(sz, "None", (None, {"width": 1})),
+        Case(sz, "missing file", (f.missing, {"width": 1})),
+        Case(sz, "ignore_transparent on RGB", (img, {"width": 48, "ignore_transparent": True})),
+    ]
+    from PIL import Image
+
+    Image.open(img).transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(f.root / "m_mirror.png")
+    mirror = f.path("m_mirror.png")
+    im = "check_image_mirror"
+    cases += [
+        Case(im, "mirrored", (img, mirror)), Case(im, "not mirrored", (img, img)),
+        Case(im, "flipped vertically", (img, f.png("m_vflip.png", flip=True))), Case(im, "None", (img, None)),
+        Case(im, "missing file", (f.missing, img)),
+    ]
+    ss = "check_structure_sim"
+    cases += [
+        Case(ss, "identical", (img, f.png("m_same2.png"))), Case(ss, "darker", (img, f.png("m_dark2.png", shade=0.7))),
+        Case(ss, "flipped", (img, mirror)), Case(ss, "other size", (img, f.png("m_big2.png", size=96))),
+        Case(ss, "None", (None, img)), Case(ss, "missing file", (f.missing, img)),
+    ]
+    three = f.pdf("m_three.pdf", ["a", "b", "c"])
+    pg = "check_pdf_pages"
+    cases += [
+        Case(pg, "eq", (three, {"relation": "eq", "ref_value": 3})), Case(pg, "lt fails", (three, {"relation": "lt", "ref_value": 3})),
+        Case(pg, "ge", (three, {"relation": "ge", "ref_value": 2})), Case(pg, "None", (None, {"relation": "eq", "ref_value": 0})),
+        Case(pg, "missing file", (f.missing, {"relation": "eq", "ref_value": 1})),
+        Case(pg, "not a PDF", (f.text("m_bad.pdf", "hello"), {"relation": "eq", "ref_value": 1})),
+    ]
+    return cases
+
+
+GROUPS: tuple[Callable[[Files], list[Case]], ...] = (_general, _chrome, _docs, _gimp, _basic_os, _slides, _table,
+                                                       _vlc, _vscode, _general_more, _chrome_more, _os_more, _vlc_more,
+                                                       _images_more)
 
 
 def build_cases(root: Path) -> list[Case]:
     """Write every input file under ``root`` and return all cases."""
-    files = _Files(Path(root))
+    files = Files(Path(root))
     return [case for group in GROUPS for case in group(files)]

@@ -16,6 +16,7 @@ Usage:
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import math
 import os
@@ -43,7 +44,8 @@ from mintgym.evals.osworld.metric_diff import outcome_of
 with open(sys.argv[1], "rb") as f:
     calls = pickle.load(f)
 out = []
-for name, args, kwargs in calls:
+for blob in calls:
+    name, args, kwargs = pickle.loads(blob)  # one at a time: a metric that edits its inputs affects no other case
     with contextlib.redirect_stdout(io.StringIO()):
         try:
             out.append(outcome_of(getattr(metrics, name)(*args, **kwargs)))
@@ -76,7 +78,8 @@ class Row:
 def _ours(case: Case) -> tuple[str, Any]:
     with contextlib.redirect_stdout(io.StringIO()):
         try:
-            return outcome_of(metric(case.metric)(*case.args, **case.kwargs))
+            args, kwargs = copy.deepcopy((case.args, case.kwargs))  # some metrics edit their inputs
+            return outcome_of(metric(case.metric)(*args, **kwargs))
         except Exception as err:  # noqa: BLE001 -- the exception's name is the outcome compared
             return ("raise", type(err).__name__)
 
@@ -87,9 +90,9 @@ def reference(cases: list[Case], workdir: Path, timeout: float = 600) -> list[tu
               c.ref_kwargs if c.ref_kwargs is not None else c.kwargs) for c in cases]
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         src, dst = Path(tmp) / "calls.pkl", Path(tmp) / "outcomes.pkl"
-        src.write_bytes(pickle.dumps(calls))
+        src.write_bytes(pickle.dumps([pickle.dumps(call) for call in calls]))
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        proc = subprocess.run([sys.executable, "-c", REFERENCE, str(src), str(dst)], cwd=tmp, env=env,
+        proc = subprocess.run([sys.executable, "-c", REFERENCE, str(src), str(dst)], cwd=tmp, env=env, check=False,
                               capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             raise RuntimeError(f"the desktop-env reference run failed (exit {proc.returncode}): "

@@ -31,8 +31,9 @@ import importlib.util
 import os
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 PACKAGE = "desktop_env.evaluators.metrics"
 DISTRIBUTION = "desktop-env==1.0.2"

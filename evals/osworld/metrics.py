@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Iterator, Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from mintgym.evals.osworld import metric_loader
 
@@ -90,6 +90,13 @@ FROM_DESKTOP_ENV = (
     "check_one_instance_when_started_from_file", "is_vlc_playing",
     "compare_text_file", "compare_config", "is_extension_installed", "check_json_settings",
     "check_json_keybindings",
+    # Further names of OSWorld's task set (beyond the bundled 60).
+    "fuzzy_match", "check_list", "check_direct_json_object", "is_included_all_json_objects", "compare_terminal_and_txt",
+    "compare_python_pure_text", "is_expected_url_pattern_match", "is_expected_tabs", "is_expected_bookmarks",
+    "is_expected_search_query", "check_history_deleted", "check_enabled_experiments", "is_utc_0", "check_text_enlarged",
+    "check_moved_jpgs", "is_vlc_fullscreen", "compare_answer", "check_qt_bgcone", "check_qt_max_volume",
+    "check_qt_minimal_view", "check_global_key_play_pause", "compare_images", "check_image_size", "check_image_mirror",
+    "check_structure_sim", "check_pdf_pages",
 )
 
 #: name -> "desktop-env" or "own".

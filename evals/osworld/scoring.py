@@ -26,8 +26,9 @@ result, MintGym must still end the episode with a number:
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from mintgym.evals.osworld.loader import Evaluator
 from mintgym.evals.osworld.metrics import Metric, metric

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import AsyncIterator, ClassVar
+from typing import ClassVar
 
 from mintgym.action_spaces import ActionModel
 from mintgym.env.core import Environment, Task
@@ -26,7 +27,7 @@ class OSWorldTask(Task):
     spec: OSWorldSpec | None = field(default=None, repr=False)
 
     @classmethod
-    def from_spec(cls, spec: OSWorldSpec, max_steps: int = 30) -> "OSWorldTask":
+    def from_spec(cls, spec: OSWorldSpec, max_steps: int = 30) -> OSWorldTask:
         return cls(id=task_id(spec), instruction=spec.instruction, max_steps=max_steps, family=f"osworld/{spec.app}",
                    tags=("osworld", spec.app, *spec.related_apps), spec=spec)
 
