@@ -25,6 +25,7 @@ result, MintGym must still end the episode with a number:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -97,7 +98,8 @@ async def evaluate(evaluator: Evaluator, *, last_action_failed: bool, get: Gette
                 continue
         args = [result_value] if expected is None else [result_value, await get(expected)]
         try:
-            value = func(*args, **options)
+            # In a thread: some metrics take seconds (SSIM, DTW over audio) and the server's loop serves others.
+            value = await asyncio.to_thread(func, *args, **options)
         except Exception as err:  # noqa: BLE001 -- a metric tripping over the agent's output scores 0
             log.warning("OSWorld metric %s raised %s: %s", name, type(err).__name__, err)
             out.errors.append(f"{name}: {type(err).__name__}: {err}")
