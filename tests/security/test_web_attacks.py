@@ -246,6 +246,15 @@ def test_leaving_the_task_page_is_the_agents_failure_not_an_error(agent, where):
     assert agent.evaluate() == 0.0
 
 
+@pytest.mark.parametrize("where", ["about:blank", "/shop/no-such-page.html", "/miniwob/miniwob/click-test.html"])
+def test_leaving_a_web_app_is_a_normal_step(agent, where):
+    agent.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
+    url = where if where.startswith("about:") else _origin(agent) + where
+    _, reward, terminated, _, info = agent.step(_goto(url))
+    assert not terminated and reward == 0.0 and "error" not in info
+    assert _play(agent, [])[0] == 0.0
+
+
 @pytest.mark.parametrize("url", [
     "javascript:core.endEpisode(1, true)",
     " javascript:WOB_DONE_GLOBAL=true;WOB_RAW_REWARD_GLOBAL=1",
@@ -379,3 +388,54 @@ def test_huge_goto_url_is_refused_without_harm(agent):
     agent.reset(seed=0, options={"task_id": "miniwob/click-test"})
     obs, reward, _, _, info = agent.step(_goto("data:text/html," + "A" * 300_000))
     assert "error" in info and reward == 0.0
+
+
+# ---- input the agent controls: typed or refused, never a session error -----------------------------------
+ODD_TEXTS = {"cjk-300": "".join(chr(0x4E00 + i) for i in range(300)), "emoji": "😀👍🏽🇩🇪" * 20,
+             "controls": "\x00\x07\x1b[2J\x7f", "lone-surrogate": "\ud800 x", "bidi": "\u202eevil\u202c \u0301\u0301",
+             "newlines": "\r\n" * 50}
+
+
+@pytest.mark.parametrize("name", list(ODD_TEXTS))
+def test_odd_text_is_typed_or_refused_never_an_error(agent, name):
+    agent.reset(seed=0, options={"task_id": "miniwob/click-test"})
+    before = _url(agent)
+    reward, _, _ = _play(agent, [{"type": "type", "text": ODD_TEXTS[name]}])
+    assert reward == 0.0 and _url(agent) == before
+
+
+@pytest.mark.parametrize("keys", [["ctrl", "alt", "delete"], ["hyper"], ["back"], ["meta", "l"], ["ctrl"] * 8,
+                                  ["alt", "f4"], ["printscreen"]])
+def test_odd_key_combos_are_pressed_or_refused_never_an_error(agent, keys):
+    agent.reset(seed=0, options={"task_id": "miniwob/click-test"})
+    before = _url(agent)
+    reward, _, _ = _play(agent, [{"type": "key", "keys": keys}])
+    assert reward == 0.0 and _url(agent) == before
+
+
+# ---- the server's own lifetime ----------------------------------------------------------------------------
+def test_killing_the_web_server_leaves_no_browser_behind():
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    provider = LocalProvider()
+    handle = provider.start("web")
+    try:
+        provider.wait_ready(handle, 180)
+        client = EnvClient(handle.base_url, domain="web")
+        client.reset(seed=0, options={"task_id": "miniwob/click-test"})
+        tree = psutil.Process(int(handle.ident)).children(recursive=True)
+        assert any("chrom" in p.name() for p in tree)
+        os.kill(int(handle.ident), signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            left = [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+            if not left:
+                break
+            time.sleep(0.2)
+        assert not left, [(p.pid, p.name()) for p in left]
+    finally:
+        provider.stop(handle)
