@@ -270,7 +270,16 @@ def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: 
         "tasks": tasks,
         "skipped": [{"task_id": t, "reason": r} for t, r in benchmark.skipped],
         "episodes": [e.to_json() for e in outcomes],
+        **_benchmark_tables([e.to_json() for e in outcomes], benchmark.skipped),
     }
+
+
+def _benchmark_tables(episodes: list[dict[str, Any]], skipped: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """Tables in a benchmark's own form, for the benchmarks that have one (OSWorld's per-domain table)."""
+    from mintgym.evals.osworld.results import success_table
+
+    table = success_table(episodes, [{"task_id": t, "reason": r} for t, r in skipped])
+    return {"osworld": table} if table else {}
 
 
 def write_outputs(out: Path, results: dict[str, Any]) -> None:
@@ -284,4 +293,8 @@ def write_outputs(out: Path, results: dict[str, Any]) -> None:
     os.replace(tmp, out / "results.json")
     if results["episodes"]:
         write_run_pages(out / TRAJECTORY_DIR)
+    if results.get("osworld"):
+        from mintgym.evals.osworld.results import write_folders
+
+        write_folders(out, results["episodes"])
     write_report(out, results)

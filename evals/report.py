@@ -103,6 +103,10 @@ def render_report(results: dict[str, Any]) -> str:
               f"<a href=\"trajectories/index.html\">all trajectories</a></p>"),
              "<h2>Overall</h2>", summary_table("run", {"all": overall})]
     parts += ["<h2>Per domain</h2>", summary_table("domain", results["domains"])]
+    if results.get("osworld"):
+        from mintgym.evals.osworld.results import render_table
+
+        parts.append(render_table(results["osworld"]))
     parts += ["<h2>Per task family</h2>", success_bars_svg(results["families"]),
               summary_table("family", results["families"])]
     parts += ["<h2>Per task</h2>", summary_table("task", results["tasks"])]

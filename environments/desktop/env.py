@@ -19,14 +19,14 @@ from typing import Any, Callable, ClassVar, TypeVar
 
 import numpy as np
 
-from mintgym.action_spaces import ActionModel, Click, Drag, Key, Move, Scroll, Type, Wait
+from mintgym.action_spaces import ActionModel, Click, Drag, InvalidAction, Key, Move, Scroll, Type, Wait
 from mintgym.env.core import Environment, Task
 from mintgym.environments.desktop.devtools import DevToolsBridge
 from mintgym.environments.desktop.display import XServer, wait_for_wm
 from mintgym.environments.desktop.namespace import SessionNamespace, hidden_dirs
 from mintgym.environments.desktop.sandbox import CommandResult, Sandbox
 from mintgym.environments.desktop.template import TERMINAL_LOGS, build_template, write_session_bin
-from mintgym.environments.desktop.xinput import XInput
+from mintgym.environments.desktop.xinput import UntypableText, XInput
 from mintgym.errors import EnvironmentCrashed
 
 T = TypeVar("T")
@@ -206,7 +206,10 @@ class DesktopEnvironment(Environment):
         elif isinstance(action, Scroll):
             inp.scroll(action.x, action.y, action.dx, action.dy)
         elif isinstance(action, Type):
-            inp.type_text(action.text)
+            try:
+                inp.type_text(action.text)
+            except UntypableText as err:
+                raise InvalidAction(str(err)) from None
         elif isinstance(action, Key):
             inp.key_combo(action.keys)
         else:

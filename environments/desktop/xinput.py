@@ -29,6 +29,13 @@ KEYSYM_NAMES = {
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 #: Pixels of scroll per wheel click (one notch is about three text lines).
 SCROLL_STEP = 50
+#: Keymap changes one ``type`` may cost beyond the spare keycodes (each is re-read by every X client).
+MAX_REMAPS = 24
+
+
+class UntypableText(ValueError):
+    """Text this keyboard layer will not type in one action (standard library only: the session's
+    ``pyautogui`` stand-in loads this module by path)."""
 
 
 def char_keysym(char: str) -> int:
@@ -123,7 +130,16 @@ class XInput:
             self.d.sync()
 
     def type_text(self, text: str) -> None:
-        """Type every character of ``text``; characters missing from the keymap use spare keycodes."""
+        """Type every character of ``text``; characters missing from the keymap use spare keycodes.
+
+        Each such character beyond the spare keycodes costs a keymap change that every X client of the
+        display re-reads; a text needing more than :data:`MAX_REMAPS` of them is refused as an invalid
+        action before anything is typed (the agent's input, not a broken session)."""
+        missing = {k for k in map(char_keysym, text) if k not in self._mapped and not self._in_keymap(k)}
+        remaps = len(missing) - max(0, len(self._spares) - len(self._mapped))
+        if remaps > MAX_REMAPS:
+            raise UntypableText(f"type: the text has {len(missing)} distinct characters outside the keyboard map; "
+                                f"at most {len(self._spares) + MAX_REMAPS} can be typed in one action")
         for char in text:
             keysym = char_keysym(char)
             keycode, shifted = self._keycode_for(keysym)
@@ -134,6 +150,9 @@ class XInput:
             if shifted:
                 xtest.fake_input(self.d, X.KeyRelease, self._shift_kc)
         self.d.sync()
+
+    def _in_keymap(self, keysym: int) -> bool:
+        return any(index in (0, 1) for _keycode, index in self.d.keysym_to_keycodes(keysym))
 
     def _keycode_for(self, keysym: int) -> tuple[int, bool]:
         if keysym in self._mapped:

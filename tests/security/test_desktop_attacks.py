@@ -320,3 +320,17 @@ async def test_raw_sockets_and_new_network_interfaces_are_refused(pair):
     assert "rc=2" in out or "Operation not permitted" in out
     assert out.strip().endswith("1")  # only lo
 
+
+
+@pytestmark_async
+async def test_text_the_keyboard_cannot_type_is_an_invalid_action_not_a_crash(pair):
+    from mintgym.action_spaces import InvalidAction
+
+    a, _ = pair
+    with pytest.raises(InvalidAction, match="300 distinct characters"):
+        await a.execute(Type(text="".join(chr(0x4E00 + i) for i in range(300))))
+    assert await a.alive()
+    started = time.perf_counter()
+    await a.execute(Type(text="".join(chr(0x4F00 + i) for i in range(40))))  # within the budget: typed
+    assert time.perf_counter() - started < a.x_timeout
+    assert await a.alive()
