@@ -6,7 +6,7 @@ and desktop-env's function in a fresh interpreter (plain ``import desktop_env.ev
 prints the number of cases and disagreements per metric, then each disagreement. Exits 1 on any.
 Needs the osworld extra and desktop-env (README, "OSWorld scoring").
 
-    python benchmarks/osworld_metrics_diff.py [--keep DIR]
+    python benchmarks/osworld_metrics_diff.py [--keep DIR] [--reference-python PATH]
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from mintgym.evals.osworld.metric_diff import run, table
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="write the input files here and keep them")
+    parser.add_argument("--reference-python", default=sys.executable,
+                        help="the Python that runs desktop-env's side, e.g. a venv with desktop-env's pinned "
+                             "libraries (numpy<2, pandas<2.3, Pillow 11); default: this one")
     args = parser.parse_args()
     if not metric_loader.available():
         print(f"desktop-env is not installed: {metric_loader.INSTALL_HINT}", file=sys.stderr)
@@ -34,7 +37,7 @@ def main() -> int:
     logging.disable(logging.CRITICAL)  # the metrics log every comparison they make
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = run(args.keep or Path(tmp))
+        rows = run(args.keep or Path(tmp), args.reference_python)
     print(table(rows))
     print(f"\n{sum(r.cases for r in rows)} cases in {time.perf_counter() - started:.1f} s")
     bad = [f"{r.metric}: {d}" for r in rows for d in r.disagreements]

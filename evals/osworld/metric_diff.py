@@ -31,7 +31,8 @@ from typing import Any
 from mintgym.evals.osworld.metric_cases import Case, build_cases
 from mintgym.evals.osworld.metrics import ROUTES, metric
 
-#: Runs in a fresh interpreter: argv = [cases.pkl, outcomes.pkl].
+#: Runs in a fresh interpreter (any Python with desktop-env, e.g. one with desktop-env's pinned libraries):
+#: argv = [calls.pkl, outcomes.pkl]. Needs nothing of MintGym; values come back as float/None/repr text.
 REFERENCE = """
 import contextlib, io, os, pickle, sys, types
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
@@ -40,7 +41,6 @@ try:
 except ImportError:
     sys.modules["easyocr"] = types.ModuleType("easyocr")
 import desktop_env.evaluators.metrics as metrics
-from mintgym.evals.osworld.metric_diff import outcome_of
 with open(sys.argv[1], "rb") as f:
     calls = pickle.load(f)
 out = []
@@ -48,7 +48,13 @@ for blob in calls:
     name, args, kwargs = pickle.loads(blob)  # one at a time: a metric that edits its inputs affects no other case
     with contextlib.redirect_stdout(io.StringIO()):
         try:
-            out.append(outcome_of(getattr(metrics, name)(*args, **kwargs)))
+            value = getattr(metrics, name)(*args, **kwargs)
+            if value is not None and not isinstance(value, str):
+                try:
+                    value = float(value)  # bool, int, numpy scalars (numpy's bool is no numbers.Number)
+                except (TypeError, ValueError):
+                    value = repr(value)
+            out.append(("value", value))
         except Exception as err:
             out.append(("raise", type(err).__name__))
 with open(sys.argv[2], "wb") as f:
@@ -57,14 +63,15 @@ with open(sys.argv[2], "wb") as f:
 
 
 def outcome_of(value: Any) -> tuple[str, Any]:
-    """A comparable outcome: numbers (bool, int, numpy) as floats, NaN as "nan", anything else by repr."""
+    """A comparable outcome: numbers (bool, int, numpy) as floats, NaN as "nan", None and text as they are,
+    anything else by repr. Applied to both sides, after the reference process's own conversion."""
+    if value is None or isinstance(value, str):
+        return ("value", value)
     try:
-        number = float(value) if not isinstance(value, (str, bytes)) and value is not None else None
+        number = float(value)
     except (TypeError, ValueError):
-        number = None
-    if number is not None:
-        return ("value", "nan" if math.isnan(number) else number)
-    return ("value", repr(value))
+        return ("value", repr(value))
+    return ("value", "nan" if math.isnan(number) else number)
 
 
 @dataclass
@@ -84,27 +91,29 @@ def _ours(case: Case) -> tuple[str, Any]:
             return ("raise", type(err).__name__)
 
 
-def reference(cases: list[Case], workdir: Path, timeout: float = 600) -> list[tuple[str, Any]]:
-    """desktop-env's outcomes for ``cases``, computed in a fresh interpreter by the plain package import."""
+def reference(cases: list[Case], workdir: Path, python: str = sys.executable,
+              timeout: float = 600) -> list[tuple[str, Any]]:
+    """desktop-env's outcomes for ``cases``, computed by ``python`` in a fresh process by the plain import."""
     calls = [(c.reference or c.metric, c.ref_args if c.ref_args is not None else c.args,
               c.ref_kwargs if c.ref_kwargs is not None else c.kwargs) for c in cases]
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         src, dst = Path(tmp) / "calls.pkl", Path(tmp) / "outcomes.pkl"
         src.write_bytes(pickle.dumps([pickle.dumps(call) for call in calls]))
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        proc = subprocess.run([sys.executable, "-c", REFERENCE, str(src), str(dst)], cwd=tmp, env=env, check=False,
+        proc = subprocess.run([python, "-c", REFERENCE, str(src), str(dst)], cwd=tmp, env=env, check=False,
                               capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             raise RuntimeError(f"the desktop-env reference run failed (exit {proc.returncode}): "
                                f"{proc.stderr.strip()[-2000:]}")
-        return pickle.loads(dst.read_bytes())
+        return [outcome if outcome[0] == "raise" else outcome_of(outcome[1])
+                for outcome in pickle.loads(dst.read_bytes())]
 
 
-def run(workdir: Path) -> list[Row]:
-    """Build the cases under ``workdir``, run both sides, and return one row per metric."""
+def run(workdir: Path, python: str = sys.executable) -> list[Row]:
+    """Build the cases under ``workdir``, run both sides (desktop-env's under ``python``), one row per metric."""
     workdir.mkdir(parents=True, exist_ok=True)
     cases = build_cases(workdir)
-    theirs = reference(cases, workdir)
+    theirs = reference(cases, workdir, python)
     cwd = os.getcwd()
     os.chdir(workdir)  # a few metrics write scratch files into the working directory
     try:
