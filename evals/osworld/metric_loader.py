@@ -30,6 +30,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +44,9 @@ INSTALL_HINT = (f"pip install --no-deps '{DISTRIBUTION}' && pip install -e '.[os
 PLACEHOLDERS = {
     "easyocr": "OCR for docs.compare_image_text; it pulls a CUDA torchvision that breaks MintGym's CPU torch",
 }
+
+
+_LOADING = threading.RLock()  # metrics run in worker threads; the placeholders are process-wide while held
 
 
 class DesktopEnvMissing(ImportError):
@@ -158,6 +162,11 @@ def load_module(short: str) -> types.ModuleType:
     if not (folder / f"{short}.py").is_file():
         raise ValueError(f"desktop-env has no metric module {short!r} (modules: "
                          f"{', '.join(sorted(set(function_index().values())))})")
+    with _LOADING:
+        return _import(folder, short)
+
+
+def _import(folder: Path, short: str) -> types.ModuleType:
     _metrics_package(folder)
     _offline_suffix_list()
     placed = []
