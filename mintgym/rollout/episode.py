@@ -1,7 +1,9 @@
 """Layer 4: one episode -- an agent against an env session, recorded as a Trajectory.
 
-Agent mistakes (unparseable text, invalid actions) are steps with an error; an environment or server
-fault ends the episode with status ``error`` and its reason; an episode over its wall-clock budget ends
+Agent mistakes (unparseable text, invalid actions) are steps with an error; a fault the agent's own action
+caused (``info["agent_fault"]``) ends the episode as a ``failure`` with reward 0 and its reason (never
+``error``: it is trained on and never retried); an environment or server fault ends the episode with status
+``error`` and its reason; an episode over its wall-clock budget ends
 with ``timeout``. Nothing is dropped: every episode returns a trajectory.
 """
 
@@ -123,6 +125,9 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
             reward = result.reward
             traj.total_reward = reward
             traj.status = _status_for(reward, result.info)
+            if result.info.get("agent_fault"):  # the agent broke its own episode: a failure, trained on
+                traj.error = str(result.info.get("failure") or "")
+                traj.extra["fault"] = "agent_action"
             break
     if writer is not None:
         traj.final_screenshot = writer.frame(obs.screenshot)

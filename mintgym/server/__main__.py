@@ -12,7 +12,8 @@ from mintgym.server.serve import serve
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m mintgym.server", description="Run a MintGym env server.")
+    parser = argparse.ArgumentParser(prog="python -m mintgym.server", description="Run a MintGym env server.",
+                                     allow_abbrev=False)
     parser.add_argument("domain")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

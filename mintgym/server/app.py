@@ -70,8 +70,9 @@ class FrameResponse(Response):
 
 
 class BodyLimit:
-    """ASGI middleware: refuse request bodies over ``max_bytes`` with 413, counted as they stream in, and
-    bodies that trickle in slower than one chunk per ``chunk_seconds`` with 408 (slowloris)."""
+    """ASGI middleware: read the request body before the app sees it, refusing bodies over ``max_bytes``
+    with 413 (declared or counted as they stream in) and bodies that trickle in slower than one chunk per
+    ``chunk_seconds`` with 408 (slowloris); the app then gets the body in one piece."""
 
     def __init__(self, app, max_bytes: int, chunk_seconds: float = 30.0):
         self.app = app
@@ -85,24 +86,33 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             return await _error(413, "payload_too_large",
                                 f"request body of {int(declared)} bytes exceeds the limit of {self.max_bytes}")(scope, receive, send)
-        seen = 0
-        complete = False
-
-        async def limited_receive():
-            nonlocal seen, complete
-            if complete:  # after the body only a disconnect can come: no deadline
-                return await receive()
+        chunks, seen = [], 0
+        while True:
             try:
                 message = await asyncio.wait_for(receive(), self.chunk_seconds)
             except asyncio.TimeoutError:
-                raise ApiError(408, "request_timeout", f"the request body stalled for {self.chunk_seconds:.0f}s") from None
-            complete = message.get("type") != "http.request" or not message.get("more_body", False)
+                return await _error(408, "request_timeout",
+                                    f"the request body stalled for {self.chunk_seconds:.0f}s")(scope, receive, send)
+            if message["type"] != "http.request":  # the client went away
+                return None
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
-                raise ApiError(413, "payload_too_large", f"request body exceeds the limit of {self.max_bytes} bytes")
-            return message
+                return await _error(413, "payload_too_large",
+                                    f"request body exceeds the limit of {self.max_bytes} bytes")(scope, receive, send)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        delivered = False
 
-        return await self.app(scope, limited_receive, send)
+        async def replay():
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
 
 
 def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeout: float = 60.0,
