@@ -9,6 +9,7 @@ The harness is :mod:`mintgym.evals.harness`; this module only reads the options 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,11 @@ def evaluate(
     data: Path | None = typer.Option(None, help="the local dataset of a data suite (screenspot*, mind2web-*, "
                                                 "online-mind2web: its task list)"),
     allow_internet: bool = typer.Option(False, "--allow-internet", help="online-mind2web: let the browser reach "
-                                                                          "each task's live website"),
+                                                                          "each task's live website; osworld: let "
+                                                                          "the server download task files"),
+    osworld_root: Path | None = typer.Option(None, "--osworld-root", help="OSWorld's evaluation_examples folder as "
+                                                                            "OSWorld ships it (its test_*.json lists "
+                                                                            "become suites osworld-test_*)"),
 ) -> None:
     """Evaluate an agent on a suite or on given tasks, in parallel and resumably."""
     from mintgym.agents import make_agent
@@ -68,6 +73,13 @@ def evaluate(
     from mintgym.evals.harness import EvalConfig, run_eval
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
+    from mintgym.cli.core import _use_osworld_root
+
+    _use_osworld_root(osworld_root)
+    if allow_internet:  # OSWorld's download steps and reference files (see mintgym.evals.osworld.files)
+        from mintgym.evals.osworld.files import DOWNLOADS_VARIABLE
+
+        os.environ[DOWNLOADS_VARIABLE] = "1"
     if (suite is None) == (tasks is None):
         raise typer.BadParameter("give exactly one of --suite and --tasks")
     data_harness = DATA_HARNESSES.get(suite or "")
