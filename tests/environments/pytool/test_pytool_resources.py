@@ -1,0 +1,111 @@
+"""The pytool sandbox's control group, disk quota and seccomp filter: made, used, accounted and cleaned up."""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+from mintgym.action_spaces import Python
+from mintgym.environments.pytool import cgroups, mounts, seccomp
+from mintgym.environments.pytool.host import PytoolHost
+from mintgym.environments.pytool.sandbox import probe_isolation
+
+ISOLATION = probe_isolation()
+needs_cgroup = pytest.mark.skipif(ISOLATION.resources != "cgroup",
+                                  reason=f"needs namespaces and control groups: {ISOLATION.cgroup_reason}")
+
+
+@pytest.fixture
+async def host():
+    h = PytoolHost(cpu_seconds=3, wall_seconds=30, memory_mb=256, disk_mb=8)
+    await h.start()
+    yield h
+    await h.stop()
+
+
+@needs_cgroup
+async def test_group_and_quota_exist_while_the_session_lives(host):
+    env = await host.create({})
+    group = env.sandbox.cgroup
+    assert group is not None and env.sandbox.worker_pid in group.pids()
+    assert env.workdir in mounts.mounts_under(env.root)
+    assert env.describe()["sandbox"]["resources"] == "cgroup"
+    await env.close()
+    assert not any(d.exists() for d in group.dirs.values())
+    assert mounts.mounts_under(env.root) == [] and not env.root.exists()
+
+
+@needs_cgroup
+async def test_cpu_time_is_accounted_to_the_session(host):
+    env = await host.create({})
+    try:
+        await env.execute(Python(code="import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n"
+                                      "    pass"))
+        used = env.step_info()["sandbox_cpu_seconds"]
+        assert 0.45 <= used < 3.0, used
+    finally:
+        await env.close()
+
+
+@needs_cgroup
+async def test_memory_limit_counts_the_whole_sandbox(host):
+    env = await host.create({})
+    try:
+        group = env.sandbox.cgroup
+        await env.execute(Python(code="import os\nfds = []\nfor _ in range(24):\n    fd = os.memfd_create('m')\n"
+                                      "    os.write(fd, b'x' * (16 * 2**20))\n    fds.append(fd)"))
+        assert group.memory_peak() <= 256 * 2**20
+        assert env.last_result.restarted or "MemoryError" in env.last_output or "No space" in env.last_output \
+            or "Cannot allocate" in env.last_output, env.last_output
+        await env.execute(Python(code="print(3 * 3)"))
+        assert env.last_output.strip() == "9"
+    finally:
+        await env.close()
+
+
+@needs_cgroup
+def test_groups_of_dead_servers_are_swept():
+    reason, parents = cgroups.probe()
+    name = f"{cgroups.PREFIX}4194305-1"  # above any pid_max: never alive
+    for parent in dict.fromkeys(parents.values()):
+        (parent / name).mkdir(exist_ok=True)
+    assert cgroups.sweep_stale() >= 1
+    assert not any((parent / name).exists() for parent in parents.values())
+
+
+@pytest.mark.skipif(ISOLATION.level != "namespace", reason="needs root (mount)")
+def test_tmpfs_quota_mounts_and_unmounts(tmp_path):
+    target = tmp_path / "work"
+    target.mkdir()
+    mounts.mount_tmpfs(target, 1, None)
+    try:
+        assert target in mounts.mounts_under(tmp_path)
+        with pytest.raises(OSError):
+            (target / "big").write_bytes(b"0" * (2 * 2**20))
+    finally:
+        mounts.unmount(target)
+    assert mounts.mounts_under(tmp_path) == []
+    mounts.unmount(target)  # nothing mounted: no error
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_seccomp_filter_is_well_formed(machine):
+    program = seccomp.build_filter(machine)
+    assert len(program) % 8 == 0 and len(program) // 8 < 4096
+    code, jt, jf, k = struct.unpack("=HBBI", program[-8:])
+    assert code == 0x06 and k == seccomp.RET_ALLOW  # the default is allow: only the listed calls are refused
+
+
+def test_seccomp_refuses_unknown_machines():
+    with pytest.raises(ValueError, match="no seccomp filter for machine 'sparc'"):
+        seccomp.build_filter("sparc")
+
+
+def test_probe_says_why_when_groups_are_unavailable():
+    reason, parents = cgroups.probe()
+    assert bool(reason) != bool(parents)
+    if os.geteuid() != 0:
+        assert reason == "not running as root"
+    assert all(isinstance(p, Path) for p in parents.values())
