@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(chromium chromium-driver xvfb x11-utils openbox xterm xdotool mousepad libreoffice-calc
   libreoffice-writer libreoffice-impress feh imagemagick fonts-dejavu-core bubblewrap util-linux docker.io adb
   debootstrap docker-compose pulseaudio pulseaudio-utils socat gnome-shell-common vlc gimp python3-xlib sysstat
-  thunderbird ffmpeg)
+  thunderbird ffmpeg slirp4netns)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

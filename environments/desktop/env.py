@@ -41,11 +41,12 @@ class DesktopEnvironment(Environment):
     domain: ClassVar[str] = "desktop"
 
     def __init__(self, width: int = 1280, height: int = 720, x_timeout: float = 10.0,
-                 template: Path | None = None):
+                 template: Path | None = None, egress: bool = False):
         if not (64 <= int(width) <= 7680 and 64 <= int(height) <= 4320):
             raise ValueError(f"desktop size {width}x{height} is out of range (64..7680 x 64..4320)")
         self._size = (int(width), int(height))
         self.x_timeout = float(x_timeout)
+        self.egress = bool(egress)
         self._template = template
         self.sandbox: Sandbox | None = None
         self.xserver: XServer | None = None
@@ -111,7 +112,10 @@ class DesktopEnvironment(Environment):
         self.xserver = XServer.start(*self._size, sandbox=self.sandbox)
         if self.sandbox.privileged:
             self.sandbox.namespace = SessionNamespace.start(self.sandbox.root, self.xserver.number,
-                                                            hide=hidden_dirs((str(template.parent),)))
+                                                            hide=hidden_dirs((str(template.parent),)),
+                                                            egress=self.egress)
+        elif self.egress:
+            raise RuntimeError("egress needs the session's own network namespace (run the server as root)")
         self._xlib = self.xserver.connect()
         self._input = XInput(self._xlib)
         import mss

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from mintgym.env.core import EnvironmentHost
 from mintgym.environments.desktop.env import DesktopEnvironment
+from mintgym.environments.desktop.options import DesktopOptions
 
 REQUIRED_BINARIES = ("Xvfb", "openbox", "xterm", "xauth", "xhost")
 APPS = {"terminal": "xterm", "editor": "mousepad", "calc": "localc", "writer": "lowriter", "viewer": "feh",
@@ -15,9 +16,10 @@ APPS = {"terminal": "xterm", "editor": "mousepad", "calc": "localc", "writer": "
 
 
 class DesktopHost(EnvironmentHost):
-    """Sessions share nothing but the home template; options: ``width``, ``height``, ``x_timeout``."""
+    """Sessions share nothing but the home template; options: :class:`DesktopOptions`."""
 
     domain: ClassVar[str] = "desktop"
+    options_model = DesktopOptions
 
     def __init__(self, **defaults: Any):
         self.defaults = defaults

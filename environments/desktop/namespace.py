@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -41,6 +42,8 @@ CONTROL_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/mintgym-doc
 SYSTEM_DIRS = {Path(p) for p in ("/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/var", "/opt",
                                  "/home", "/root", "/tmp", "/run", "/dev", "/proc", "/sys", "/srv", "/mnt")}
 CLONE_NEWNET = 0x40000000
+#: slirp4netns's DNS forwarder, as the session sees it.
+SLIRP_DNS = "10.0.2.3"
 
 
 def available() -> str | None:
@@ -51,6 +54,11 @@ def available() -> str | None:
     if missing:
         return f"{', '.join(missing)} not installed (util-linux)"
     return None
+
+
+def egress_unavailable() -> str | None:
+    """None when sessions can be given egress here, else why not."""
+    return None if shutil.which("slirp4netns") else "slirp4netns is not installed (egress needs it)"
 
 
 def hidden_dirs(extra: tuple[str, ...] = ()) -> list[str]:
@@ -76,12 +84,14 @@ class SessionNamespace:
         self._proc = proc
         self.init_pid = init_pid
         self.root = root
+        self._egress: subprocess.Popen | None = None
 
     @classmethod
-    def start(cls, root: Path, display: int, *, hide: list[str], tmp_size: str = "1g",
+    def start(cls, root: Path, display: int, *, hide: list[str], tmp_size: str = "1g", egress: bool = False,
               timeout: float = 15.0) -> "SessionNamespace":
-        """Create the namespaces for a session whose directory is ``root`` and display ``:display``."""
-        reason = available()
+        """Create the namespaces for a session whose directory is ``root`` and display ``:display``;
+        with ``egress`` the session also gets a way out to the internet (:meth:`start_egress`)."""
+        reason = available() or (egress_unavailable() if egress else None)
         if reason:
             raise RuntimeError(f"session namespaces are unavailable: {reason}")
         argv = ["setpriv", "--pdeathsig", "KILL", "--",
@@ -92,6 +102,11 @@ class SessionNamespace:
             argv += ["--hide", path]
         for path in CONTROL_SOCKETS:
             argv += ["--mask", path]
+        if egress:
+            resolv = root / ".resolv.conf"
+            resolv.write_text(f"nameserver {SLIRP_DNS}\n")
+            os.chmod(resolv, 0o644)
+            argv += ["--resolv", str(resolv)]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
         line = _read_line(proc, timeout)
@@ -103,7 +118,33 @@ class SessionNamespace:
         if not init:
             _stop(proc)
             raise RuntimeError("the session namespace's init process is gone")
-        return cls(proc, init[-1].pid, root)
+        namespace = cls(proc, init[-1].pid, root)
+        if egress:
+            try:
+                namespace.start_egress(timeout)
+            except BaseException:
+                namespace.stop()
+                raise
+        return namespace
+
+    def start_egress(self, timeout: float = 15.0) -> None:
+        """A user-mode network stack (slirp4netns) on ``tap0``: the internet, but not the host's loopback
+        (``--disable-host-loopback``) and, since it answers only what the session sends out, nothing of the
+        host reaches in. It dies with the server thread that started it."""
+        read_fd, write_fd = os.pipe()
+        self._egress = subprocess.Popen(
+            ["setpriv", "--pdeathsig", "KILL", "--", "slirp4netns", "--configure", "--mtu=65520",
+             "--disable-host-loopback", "--enable-sandbox", f"--ready-fd={write_fd}", str(self.init_pid), "tap0"],
+            pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)
+        os.close(write_fd)
+        ready = select.select([read_fd], [], [], timeout)[0] and os.read(read_fd, 1) == b"1"
+        os.close(read_fd)
+        if not ready:
+            self._egress.kill()
+            err = self._egress.communicate()[1].decode(errors="replace").strip()[-300:]
+            self._egress = None
+            raise RuntimeError(f"slirp4netns did not configure the session's network: {err or 'no answer'}")
 
     def alive(self) -> bool:
         return self._proc.poll() is None
@@ -141,7 +182,11 @@ class SessionNamespace:
         return result["sock"]  # type: ignore[return-value]
 
     def stop(self) -> None:
-        """End init, and with it every process of the session's PID namespace."""
+        """End init, and with it every process of the session's PID namespace (and the egress)."""
+        if self._egress is not None:
+            self._egress.kill()
+            self._egress.wait()
+            self._egress = None
         _stop(self._proc)
 
 

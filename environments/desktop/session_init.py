@@ -50,7 +50,7 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
-def lay_out(root: str, display: int, tmp_size: str, hide: list[str], mask: list[str]) -> None:
+def lay_out(root: str, display: int, tmp_size: str, hide: list[str], mask: list[str], resolv: str | None) -> None:
     x_socket = f"/tmp/.X11-unix/X{display}"
     # The session's own directory and display socket, kept through fds and a bind before /tmp is covered.
     kept_socket = os.path.join(root, ".X11-socket")
@@ -72,6 +72,8 @@ def lay_out(root: str, display: int, tmp_size: str, hide: list[str], mask: list[
     os.chmod("/tmp/.X11-unix", 0o1777)
     open(x_socket, "w").close()
     mount(kept_socket, x_socket, None, MS_BIND)
+    if resolv:  # the egress's DNS forwarder in place of the host's resolvers
+        mount(resolv, "/etc/resolv.conf", None, MS_BIND)
     loopback_up()
 
 
@@ -92,9 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tmp-size", default="1g", help="size cap of the session's private /tmp")
     parser.add_argument("--hide", action="append", default=[], help="a directory the session must not see")
     parser.add_argument("--mask", action="append", default=[], help="a file (socket) the session must not reach")
+    parser.add_argument("--resolv", help="a resolv.conf to show the session (with egress)")
     args = parser.parse_args(argv)
     try:
-        lay_out(args.root, args.display, args.tmp_size, args.hide, args.mask)
+        lay_out(args.root, args.display, args.tmp_size, args.hide, args.mask, args.resolv)
     except OSError as err:
         print(f"error {err}", flush=True)
         return 1

@@ -334,3 +334,23 @@ async def test_text_the_keyboard_cannot_type_is_an_invalid_action_not_a_crash(pa
     await a.execute(Type(text="".join(chr(0x4F00 + i) for i in range(40))))  # within the budget: typed
     assert time.perf_counter() - started < a.x_timeout
     assert await a.alive()
+
+
+@pytestmark_async
+@pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is needed for egress")
+async def test_egress_reaches_out_but_never_the_hosts_loopback(host):
+    env = await host.create({"egress": True})
+    listener = Listener()
+    try:
+        await env.reset(None, 0)
+        out = await sh(env, "ip -br addr; ip route; cat /etc/resolv.conf")
+        assert "tap0" in out and "10.0.2.100" in out and "default via 10.0.2.2" in out and "10.0.2.3" in out
+        # slirp's gateway stands for the host: with --disable-host-loopback it does not lead to 127.0.0.1
+        out = await sh(env, f"curl -s -m 3 http://10.0.2.2:{listener.port}/ ; echo rc=$?")
+        assert "rc=0" not in out and listener.connections == 0
+        assert "rc=7" in await sh(env, f"curl -s -m 2 http://127.0.0.1:{listener.port}/ ; echo rc=$?")
+    finally:
+        listener.close()
+        await env.close()
+    assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "slirp4netns"
+                and p.status() != psutil.STATUS_ZOMBIE]
