@@ -121,9 +121,9 @@ class WebHost(EnvironmentHost):
         if self.launcher is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="mintgym-web-"))
             self.launcher = browser_launch(self.executable_path, self._workdir)
-        options = dict(
-            executable_path=self.launcher.executable, env=self.launcher.env, headless=self.headless,
-            args=[*CHROMIUM_ARGS, "--disable-features=" + ",".join(DISABLED_FEATURES), *self.extra_args])
+        options = {
+            "executable_path": self.launcher.executable, "env": self.launcher.env, "headless": self.headless,
+            "args": [*CHROMIUM_ARGS, "--disable-features=" + ",".join(DISABLED_FEATURES), *self.extra_args]}
         if self.sandbox is not False:
             try:
                 self.browser = await self._playwright.chromium.launch(chromium_sandbox=True, **options)

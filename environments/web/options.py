@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 from mintgym.environments.web.task import DEFAULT_VIEWPORT
 from pydantic import BaseModel, ConfigDict, Field
 
-
 _Pixels = Annotated[int, Field(ge=64, le=4096)]
 #: ``host`` or ``host:port``: a DNS name or IP literal, no scheme, path or wildcard.
-_Host = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]+)(:[0-9]{1,5})?$")]
+_Host = Annotated[str, Field(min_length=1, max_length=253,
+                             pattern=r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]+)(:[0-9]{1,5})?$")]
 
 
 class WebOptions(BaseModel):

@@ -119,7 +119,7 @@ def attacker_site(canary, server):
         "link": f"location.href = 'http://{target}/l'",
         "spellings": " ".join(f"fetch('http://{h}:{canary.port}/s', {{mode: 'no-cors'}}).catch(() => 0);"
                               for h in ("localhost", "127.1", "2130706433", "0x7f000001", "127.0.0.2", "[::1]")),
-        "worker": f"navigator.serviceWorker && navigator.serviceWorker.register('/sw.js')",
+        "worker": "navigator.serviceWorker && navigator.serviceWorker.register('/sw.js')",
         "import": f"import('http://{target}/m.js')",
         "css": f"document.head.appendChild(Object.assign(document.createElement('link'), "
                f"{{rel: 'stylesheet', href: 'http://{target}/c.css'}}))",
@@ -129,7 +129,7 @@ def attacker_site(canary, server):
     pages["/sw.js"] = b"self.addEventListener('fetch', () => {});"
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (the stdlib's name)
+        def do_GET(self):
             if self.path == "/redirect":
                 self.send_response(302)
                 self.send_header("Location", f"http://{target}/redirected")
@@ -239,7 +239,7 @@ def test_a_fresh_episode_on_a_reloaded_task_page_scores_zero(agent):
 def test_leaving_the_task_page_is_the_agents_failure_not_an_error(agent, where):
     agent.reset(seed=0, options={"task_id": "miniwob/click-button"})
     url = where if where.startswith("about:") else _origin(agent) + where
-    _, reward, terminated, truncated, info = agent.step(_goto(url))
+    _, reward, terminated, _truncated, info = agent.step(_goto(url))
     assert terminated and reward == 0.0
     assert "left the task page" in info["miniwob"]["reason"]
     assert info["agent_fault"] is True and "left the task page" in info["failure"]
@@ -296,7 +296,7 @@ def test_browser_shortcuts_do_not_leave_the_page_or_break_the_session(agent, key
 def test_goto_cannot_reach_the_env_server(agent, server, host):
     agent.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
     port = urllib.parse.urlsplit(server.base_url).port
-    obs, reward, _, _, info = agent.step(_goto(f"http://{host}:{port}/v1/sessions"))
+    obs, _reward, _, _, info = agent.step(_goto(f"http://{host}:{port}/v1/sessions"))
     assert "goto refused" in info.get("error", ""), info
     assert str(port) not in _url(agent) and "session" not in obs["a11y"].lower()
     assert _play(agent, [])[0] == 0.0
@@ -319,7 +319,7 @@ def test_url_parsing_tricks_do_not_reach_the_env_server(agent, server):
                                  "FILE:///etc/hostname", "filesystem:http://127.0.0.1/temporary/x"])
 def test_file_urls_are_refused(agent, url):
     agent.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
-    obs, reward, _, _, info = agent.step(_goto(url))
+    obs, _reward, _, _, info = agent.step(_goto(url))
     assert "goto refused" in info.get("error", "") and "root:" not in obs["a11y"]
 
 
@@ -329,6 +329,17 @@ def visitor(server, attacker_site):
     client = _client(server, allow=[urllib.parse.urlsplit(attacker_site).netloc])
     yield client
     client.close()
+
+
+@pytest.mark.parametrize("path", ["/shop/..%2ftasks.py", "/shop/%2e%2e/tasks.py", "/shop/..%5ctasks.py",
+                                  "/common/..%2f..%2fminiwob%2ftask.py", "/miniwob/..%2f..%2f..%2f..%2fetc%2fpasswd",
+                                  "/miniwob/%2e%2e%2f%2e%2e%2f__init__.py", "/shop//../webapps/tasks.py"])
+def test_the_hosts_server_serves_no_file_outside_its_pages(agent, path):
+    agent.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
+    obs, *_ = agent.step(_goto(_origin(agent) + path))
+    for secret in ("WebAppTask", "def ", "import ", "root:"):
+        assert secret not in obs["a11y"], f"{path} served {secret!r}"
+    assert _play(agent, [])[0] == 0.0
 
 
 @pytest.mark.parametrize("route", ["fetch", "xhr", "websocket", "eventsource", "beacon", "image", "iframe", "popup",
@@ -352,7 +363,7 @@ def test_form_posted_from_a_data_page_cannot_fill_the_cart(agent):
     page = (f"<form method=POST enctype=text/plain action='{origin}/api/shop/cart'>"
             "<input name='{\"id\":3,\"qty\":1,\"x\":\"' value='\"}'>"
             "<button style='width:800px;height:600px'>go</button></form>")
-    reward, _, infos = _play(agent, [_goto("data:text/html," + urllib.parse.quote(page)),
+    reward, _, _infos = _play(agent, [_goto("data:text/html," + urllib.parse.quote(page)),
                                      {"type": "click", "x": 400, "y": 300}])
     assert reward == 0.0
 
@@ -386,7 +397,7 @@ def test_solving_in_one_session_leaves_the_other_session_untouched(server, agent
 
 def test_huge_goto_url_is_refused_without_harm(agent):
     agent.reset(seed=0, options={"task_id": "miniwob/click-test"})
-    obs, reward, _, _, info = agent.step(_goto("data:text/html," + "A" * 300_000))
+    _obs, reward, _, _, info = agent.step(_goto("data:text/html," + "A" * 300_000))
     assert "error" in info and reward == 0.0
 
 

@@ -5,6 +5,7 @@ Chromium runs without root (with its own sandbox where the kernel allows)."""
 from __future__ import annotations
 
 import urllib.parse
+from pathlib import Path
 
 import psutil
 import pytest
@@ -33,7 +34,8 @@ def _button(js: str) -> str:
                                   "<input name='{\"id\":3,\"qty\":1,\"x\":\"' value='\"}'>"
                                   "<button style='width:800px;height:600px'>go</button></form>"),
     ("urlencoded form", lambda o: f"<form method=POST action='{o}/api/shop/cart'><input name=id value=3>"
-                                  "<input name=qty value=1><button style='width:800px;height:600px'>go</button></form>"),
+                                  "<input name=qty value=1><button style='width:800px;height:600px'>go</button>"
+                                  "</form>"),
     ("no-cors fetch", lambda o: _button(f"fetch('{o}/api/shop/cart', {{method: 'POST', mode: 'no-cors', "
                                         "credentials: 'include', body: JSON.stringify({id: 3, qty: 1})})")),
     ("popup", lambda o: _button(f"window.open('{o}/api/shop/state')")),
@@ -122,7 +124,7 @@ async def test_chromium_runs_without_root_and_sandboxed_where_possible(host, env
     assert renderers
     if host.sandbox:
         for p in renderers:
-            status = open(f"/proc/{p.pid}/status").read()
+            status = Path(f"/proc/{p.pid}/status").read_text()
             assert "Seccomp:\t2" in status, f"renderer {p.pid} has no seccomp-bpf sandbox"
     else:
         assert host.sandbox_error, "the host must say why Chromium runs without its sandbox"
