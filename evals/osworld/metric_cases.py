@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from mintgym.evals.osworld.metric_inputs import Case, Files
+from mintgym.evals.osworld.metric_inputs import OOR, Case, Files
 
 
 def _general(f: Files) -> list[Case]:
@@ -686,9 +687,222 @@ def _images_more(f: Files) -> list[Case]:
     return cases
 
 
+def _docs_more(f: Files) -> list[Case]:
+    from docx.enum.text import WD_BREAK, WD_PARAGRAPH_ALIGNMENT
+    from docx.shared import Pt
+
+    def table(rows: list[list[str]]) -> Callable[[Any], None]:
+        def build(doc: Any) -> None:
+            grid = doc.add_table(rows=len(rows), cols=len(rows[0]))
+            for i, row in enumerate(rows):
+                for j, text in enumerate(row):
+                    grid.cell(i, j).text = text
+        return build
+
+    def runs(*parts: tuple[str, dict], align: Any = None, footer: str | None = None,
+             page_break: bool = False) -> Callable[[Any], None]:
+        def build(doc: Any) -> None:
+            para = doc.add_paragraph()
+            if align is not None:
+                para.paragraph_format.alignment = align
+            for text, fmt in parts:
+                run = para.add_run(text)
+                for key, value in fmt.items():
+                    if key == "size":
+                        run.font.size = Pt(value)
+                    else:
+                        setattr(run.font, key, value)
+            if page_break:
+                para.add_run().add_break(WD_BREAK.PAGE)
+                doc.add_paragraph("after the break")
+            if footer is not None:
+                doc.sections[0].footer.paragraphs[0].text = footer
+        return build
+
+    base = f.docx_with("dt1.docx", table([["a", "b"], ["1", "2"]]))
+    dt = "compare_docx_tables"
+    cases = [
+        Case(dt, "same table", (base, f.docx_with("dt2.docx", table([["a", "b"], [" 1 ", "2"]])))),
+        Case(dt, "cell differs", (base, f.docx_with("dt3.docx", table([["a", "b"], ["1", "3"]])))),
+        Case(dt, "shape differs", (base, f.docx_with("dt4.docx", table([["a", "b", "c"], ["1", "2", "3"]])))),
+        Case(dt, "no table", (base, f.docx("dt5.docx", ["a"]))), Case(dt, "None", (None, base)),
+        Case(dt, "missing file", (f.missing, base)),
+    ]
+    arial = f.docx_with("fn1.docx", runs(("Hello ", {"name": "Arial"}), ("world", {"name": "Arial"})))
+    fn = "compare_font_names"
+    cases += [
+        Case(fn, "all Arial", (arial, {"font_name": "Arial"})), Case(fn, "other font", (arial, {"font_name": "Times New Roman"})),
+        Case(fn, "one run differs", (f.docx_with("fn2.docx", runs(("a", {"name": "Arial"}), ("b", {"name": "Courier"}))),
+                                     {"font_name": "Arial"})),
+        Case(fn, "case", (arial, {"font_name": "arial"})), Case(fn, "None", (None, {"font_name": "Arial"})),
+        Case(fn, "missing file", (f.missing, {"font_name": "Arial"})),
+    ]
+    centered = f.docx_with("c1.docx", runs(("Title", {}), align=WD_PARAGRAPH_ALIGNMENT.CENTER))
+    fc = "is_first_line_centered"
+    cases += [
+        Case(fc, "centered", (centered,)), Case(fc, "left", (f.docx("c2.docx", ["Title"]),)),
+        Case(fc, "right", (f.docx_with("c3.docx", runs(("Title", {}), align=WD_PARAGRAPH_ALIGNMENT.RIGHT)),)),
+        Case(fc, "None", (None,)), Case(fc, "missing file", (f.missing,)),
+    ]
+    broken = f.docx_with("pb1.docx", runs(("before", {}), page_break=True))
+    pb = "contains_page_break"
+    cases += [
+        Case(pb, "one break", (broken, {})), Case(pb, "count matches", (broken, {"page_break_count": 1})),
+        Case(pb, "count differs", (broken, {"page_break_count": 2})), Case(pb, "no break", (f.docx("pb2.docx", ["a"]), {})),
+        Case(pb, "None", (None, {})), Case(pb, "missing file", (f.missing, {})),
+    ]
+    lines = f.docx("nl1.docx", ["one two", "", "three"])
+    nl = "compare_docx_files_and_ignore_new_lines"
+    cases += [
+        Case(nl, "same words, other breaks", (lines, f.docx("nl2.docx", ["one", "two three"]))),
+        Case(nl, "different words", (lines, f.docx("nl3.docx", ["one two four"]))),
+        Case(nl, "ignore_blanks off", (lines, f.docx("nl4.docx", ["one two", "three"])), {"ignore_blanks": False}),
+        Case(nl, "not docx", (f.text("nl5.txt", "one two three"), lines)), Case(nl, "None", (None, lines)),
+        Case(nl, "missing file", (f.missing + ".docx", lines)),
+    ]
+    il = "compare_init_lines"
+    cases += [
+        Case(il, "same start", (lines, f.docx("il1.docx", ["one two", "", "three", "extra"]))),
+        Case(il, "differs", (lines, f.docx("il2.docx", ["one  two"]))), Case(il, "None", (lines, None)),
+        Case(il, "missing file", (f.missing, lines)), Case(il, "empty document", (f.docx("il3.docx", []), lines)),
+    ]
+    dl = "compare_docx_lines"
+    cases += [
+        Case(dl, "same lines, other order", (lines, f.docx("dl1.docx", ["three", "one two"]))),
+        Case(dl, "whitespace", (lines, f.docx("dl2.docx", [" one two ", "three"]))),
+        Case(dl, "one differs", (lines, f.docx("dl3.docx", ["one two", "four"]))), Case(dl, "None", (None, lines)),
+        Case(dl, "missing file", (f.missing, lines)),
+    ]
+    sub = f.docx_with("sb1.docx", runs(("H", {}), ("2", {"subscript": True}), ("O", {})))
+    sc = "compare_subscript_contains"
+    cases += [
+        Case(sc, "both subscript", (sub, f.docx_with("sb2.docx", runs(("H", {}), ("2", {"subscript": True}))))),
+        Case(sc, "no subscript", (sub, f.docx("sb3.docx", ["H2O"]))),
+        Case(sc, "superscript instead", (sub, f.docx_with("sb4.docx", runs(("H", {}), ("2", {"superscript": True}))))),
+        Case(sc, "None", (None, sub)), Case(sc, "missing file", (f.missing, sub)),
+    ]
+    pn = "has_page_numbers_in_footers"
+    cases += [
+        Case(pn, "number in footer", (f.docx_with("ft1.docx", runs(("body", {}), footer="Page 1")),)),
+        Case(pn, "words only", (f.docx_with("ft2.docx", runs(("body", {}), footer="Page one")),)),
+        Case(pn, "no footer text", (f.docx("ft3.docx", ["body"]),)), Case(pn, "None", (None,)),
+        Case(pn, "missing file", (f.missing,)),
+    ]
+    italic = f.docx_with("it1.docx", runs(("plain ", {}), ("slanted", {"italic": True, "size": 14})))
+    it = "check_italic_font_size_14"
+    cases += [
+        Case(it, "italic at 14", (italic, f.docx("it2.docx", ["plain slanted"]))),
+        Case(it, "italic at 12", (f.docx_with("it3.docx", runs(("plain ", {}), ("slanted", {"italic": True, "size": 12}))),
+                                  f.docx("it4.docx", ["plain slanted"]))),
+        Case(it, "text differs", (italic, f.docx("it5.docx", ["other"]))), Case(it, "None", (italic, None)),
+        Case(it, "missing file", (f.missing, italic)),
+    ]
+    struck = f.docx_with("st1.docx", runs(("gone", {"strike": True}), (" too", {"strike": True})))
+    sl = "evaluate_strike_through_last_paragraph"
+    cases += [
+        Case(sl, "struck through", (struck, f.docx("st2.docx", ["gone too"]))),
+        Case(sl, "partly struck", (f.docx_with("st3.docx", runs(("gone", {"strike": True}), (" too", {}))),
+                                   f.docx("st4.docx", ["gone too"]))),
+        Case(sl, "text differs", (struck, f.docx("st5.docx", ["kept"]))), Case(sl, "None", (None, struck)),
+        Case(sl, "missing file", (f.missing, struck)),
+    ]
+    return cases
+
+
+def _files_more(f: Files) -> list[Case]:
+    font = f.text("font.xcu", f'<?xml version="1.0"?><oor:items xmlns:oor="{OOR}"><item '
+                              'oor:path="/org.openoffice.Office.Writer/DefaultFont"><prop oor:name="Standard" '
+                              'oor:op="fuse"><value>Liberation Serif</value></prop></item></oor:items>')
+    df = "find_default_font"
+    cases = [
+        Case(df, "font set", (font, {"font_name": "Liberation Serif"})), Case(df, "other font", (font, {"font_name": "Arial"})),
+        Case(df, "not set", (f.xcu("font2.xcu", "3"), {"font_name": "Arial"})), Case(df, "None", (None, {"font_name": "x"})),
+        Case(df, "missing file", (f.missing, {"font_name": "x"})),
+    ]
+    (f.root / "exists").mkdir(exist_ok=True)
+    (f.root / "exists" / "out.png").write_bytes(b"x")
+    fe = "check_file_exists"
+    cases += [
+        Case(fe, "present", (str(f.root / "exists"), "out.png")), Case(fe, "absent", (str(f.root / "exists"), "in.png")),
+        Case(fe, "a folder", (str(f.root), "exists")), Case(fe, "None folder", (None, "out.png")),
+        Case(fe, "case", (str(f.root / "exists"), "OUT.png")),
+    ]
+    gold = f.zip("z1.zip", {"a.txt": b"alpha", "b/c.txt": b"gamma"})
+    zc = "compare_zip_files"
+    cases += [
+        Case(zc, "same members", (f.zip("z2.zip", {"b/c.txt": b"gamma", "a.txt": b"alpha"}), gold)),
+        Case(zc, "content differs", (f.zip("z3.zip", {"a.txt": b"alpha", "b/c.txt": b"GAMMA"}), gold)),
+        Case(zc, "member missing", (f.zip("z4.zip", {"a.txt": b"alpha"}), gold)), Case(zc, "None", (None, gold)),
+        Case(zc, "missing file", (f.missing, gold)), Case(zc, "not a zip", (f.text("z5.zip", "text"), gold)),
+    ]
+    page = '<html><body><p class="x">Hello <b>world</b></p><td sdnum="1033">5</td></body></html>'
+    html = f.text("h1.html", page)
+    hc = "compare_htmls"
+    cases += [
+        Case(hc, "identical", (html, f.text("h2.html", page))),
+        Case(hc, "text differs", (html, f.text("h3.html", page.replace("world", "there")))),
+        Case(hc, "sdnum ignored", (html, f.text("h4.html", page.replace('sdnum="1033"', 'sdnum="1031"'))),
+             {"ignore_sdnum": True}),
+        Case(hc, "sdnum counts", (html, f.text("h5.html", page.replace('sdnum="1033"', 'sdnum="1031"')))),
+        Case(hc, "missing file", (f.missing, html)), Case(hc, "whitespace", (html, f.text("h6.html", page.replace("<b>", " <b>")))),
+    ]
+    import sqlite3
+
+    db = f.path("history.sqlite")
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE urls (url TEXT, visits INTEGER)")
+        conn.executemany("INSERT INTO urls VALUES (?, ?)", [("https://a.example", 3), ("https://b.example", 0)])
+    conn.close()
+    sq = "run_sqlite3"
+    cases += [
+        Case(sq, "count", (db, {"sql": "SELECT COUNT(*) FROM urls"})),
+        Case(sq, "zero", (db, {"sql": "SELECT visits FROM urls WHERE url = 'https://b.example'"})),
+        Case(sq, "NULL", (db, {"sql": "SELECT NULL"})), Case(sq, "bad SQL", (db, {"sql": "SELEC"})),
+        Case(sq, "no table", (f.path("empty.sqlite"), {"sql": "SELECT COUNT(*) FROM urls"})),
+        Case(sq, "no row", (db, {"sql": "SELECT visits FROM urls WHERE 0"})),
+    ]
+
+    def locale(name: str, setup: str | None, ui: str) -> str:
+        prop = "" if setup is None else f'<prop oor:name="ooSetupSystemLocale"><value>{setup}</value></prop>'
+        return f.text(name, f'<?xml version="1.0"?><oor:items xmlns:oor="{OOR}"><item '
+                            f'oor:path="/org.openoffice.Setup/L10N">{prop}</item><item oor:path="/org.openoffice.Setup/L10N">'
+                            f'<prop oor:name="ooLocale"><value>{ui}</value></prop></item></oor:items>')
+
+    lc = "check_libre_locale"
+    cases += [
+        Case(lc, "setup locale matches", (locale("l1.xcu", "de-DE", "en-US"), {"locale_set": ["de-*"]})),
+        Case(lc, "falls back to ooLocale", (locale("l2.xcu", None, "fr-FR"), {"locale_set": ["fr-FR"]})),
+        Case(lc, "no match", (locale("l3.xcu", "de-DE", "en-US"), {"locale_set": ["en-*"]})),
+        Case(lc, "case", (locale("l4.xcu", "de-DE", "x"), {"locale_set": ["DE-de"]})),
+        Case(lc, "missing file", (f.missing, {"locale_set": ["x"]})), Case(lc, "not XML", (f.text("l5.xcu", "<"), {"locale_set": []})),
+    ]
+    prefs = f.text("prefs.js", '// Mozilla User Preferences\nuser_pref("mail.spellcheck.inline", false);\n'
+                               'user_pref("mailnews.default_sort_order", 2);\nuser_pref("mail.identity.id1.fullName", "Ada L");\n')
+    tp = "check_thunderbird_prefs"
+    cases += [
+        Case(tp, "expected values", (prefs, {"expect": {"mail.spellcheck.inline": {"method": "eq", "ref": False},
+                                                        "mailnews.default_sort_order": {"method": "eq", "ref": 2}}})),
+        Case(tp, "value differs", (prefs, {"expect": {"mailnews.default_sort_order": {"method": "eq", "ref": 1}}})),
+        Case(tp, "key absent", (prefs, {"expect": {"mail.other": {"method": "eq", "ref": 1}}})),
+        Case(tp, "unexpected value present", (prefs, {"unexpect": {"mail.identity.id1.fullName": {"method": "re", "ref": "Ada"}}})),
+        Case(tp, "None", (None, {"expect": {}})), Case(tp, "missing file", (f.missing, {"expect": {}})),
+    ]
+    box = "FROM - Mon Jan 1\nX-Mozilla-Status: 0001\nSubject: hi\n\nbody\n"
+    mbox = f.text("Inbox", box)
+    tf = "check_thunderbird_folder"
+    cases += [
+        Case(tf, "same folder", (mbox, f.text("Inbox2", box))),
+        Case(tf, "other mail", (mbox, f.text("Inbox3", box.replace("hi", "bye")))),
+        Case(tf, "ignore_status", (mbox, f.text("Inbox4", box.replace("0001", "0000"))), {"ignore_status": True}),
+        Case(tf, "lists", ([mbox, mbox], [mbox, f.text("Inbox5", "")])), Case(tf, "None", (None, mbox)),
+        Case(tf, "missing file", (f.missing, mbox)),
+    ]
+    return cases
+
+
 GROUPS: tuple[Callable[[Files], list[Case]], ...] = (_general, _chrome, _docs, _gimp, _basic_os, _slides, _table,
                                                        _vlc, _vscode, _general_more, _chrome_more, _os_more, _vlc_more,
-                                                       _images_more)
+                                                       _images_more, _docs_more, _files_more)
 
 
 def build_cases(root: Path) -> list[Case]:

@@ -7,6 +7,8 @@ import json
 import math
 import struct
 import wave
+import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,21 @@ class Files:
             for position, align in tabs or []:
                 para.paragraph_format.tab_stops.add_tab_stop(Inches(position), getattr(WD_TAB_ALIGNMENT, align))
         doc.save(self.root / name)
+        return self.path(name)
+
+    def docx_with(self, name: str, build: Callable[[Any], None]) -> str:
+        """A docx made by ``build(document)`` (python-docx), for formatting the plain builder does not cover."""
+        from docx import Document
+
+        doc = Document()
+        build(doc)
+        doc.save(self.root / name)
+        return self.path(name)
+
+    def zip(self, name: str, members: dict[str, bytes]) -> str:
+        with zipfile.ZipFile(self.root / name, "w") as archive:
+            for member, data in members.items():
+                archive.writestr(member, data)
         return self.path(name)
 
     def pptx(self, name: str, texts: list[str], picture: str | None = None, stretch: bool = False) -> str:

@@ -96,7 +96,11 @@ FROM_DESKTOP_ENV = (
     "is_expected_search_query", "check_history_deleted", "check_enabled_experiments", "is_utc_0", "check_text_enlarged",
     "check_moved_jpgs", "is_vlc_fullscreen", "compare_answer", "check_qt_bgcone", "check_qt_max_volume",
     "check_qt_minimal_view", "check_global_key_play_pause", "compare_images", "check_image_size", "check_image_mirror",
-    "check_structure_sim", "check_pdf_pages",
+    "check_structure_sim", "check_pdf_pages", "compare_docx_tables", "compare_font_names", "is_first_line_centered",
+    "contains_page_break", "compare_docx_files_and_ignore_new_lines", "compare_init_lines", "compare_docx_lines",
+    "compare_subscript_contains", "has_page_numbers_in_footers", "check_italic_font_size_14",
+    "evaluate_strike_through_last_paragraph", "find_default_font", "check_file_exists", "compare_zip_files",
+    "compare_htmls", "run_sqlite3", "check_libre_locale", "check_thunderbird_prefs", "check_thunderbird_folder",
 )
 
 #: name -> "desktop-env" or "own".

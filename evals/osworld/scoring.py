@@ -16,7 +16,8 @@ Where OSWorld itself has no score to give, because ``evaluate`` raises (a metric
 of a metric returning None inside a list, a getter raising anything else) and its run loop records no
 result, MintGym must still end the episode with a number:
 
-* a metric that returns None scores 0;
+* a metric that returns None scores 0, one returning a number outside [0, 1] is clipped into it (rewards are
+  in [0, 1]; OSWorld would report the raw number);
 * a metric that raises scores 0, and the error is kept in :attr:`Evaluation.errors`;
 * a getter that raises anything but FileNotFoundError is a fault of the environment, not of the agent: the
   exception propagates (as a config step that fails does);
@@ -58,8 +59,9 @@ def is_fail(claimed_success: bool | None, answer: str | None) -> bool:
 
 
 def as_score(value: Any) -> float:
-    """OSWorld's metric value as a reward: None counts 0, bools and numpy numbers become floats."""
-    return 0.0 if value is None else float(value)
+    """OSWorld's metric value as a reward: None counts 0, bools and numpy numbers become floats, and the rare
+    value outside [0, 1] (``run_sqlite3`` returns whatever its SQL selects) is clipped into it."""
+    return 0.0 if value is None else min(1.0, max(0.0, float(value)))
 
 
 async def evaluate(evaluator: Evaluator, *, last_action_failed: bool, get: Getter,

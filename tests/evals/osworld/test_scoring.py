@@ -111,7 +111,7 @@ async def test_raising_or_none_metrics_score_zero_and_are_reported(tmp_path):
     out = await score(spec(func="boom", result=rule(1)), s)
     assert out.score == 0 and "ZeroDivisionError" in out.errors[0]
     assert (await score(spec(func="none", result=rule(1)), s)).score == 0
-    assert as_score(True) == 1.0 and as_score(None) == 0.0
+    assert as_score(True) == 1.0 and as_score(None) == 0.0 and as_score(2) == 1.0 and as_score(-1) == 0.0
 
 
 async def test_faults_that_are_not_the_agents_propagate(tmp_path):
