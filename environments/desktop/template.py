@@ -83,7 +83,8 @@ def write_session_bin(bin_dir: Path) -> None:
     * ``mintgym-terminal``: xterm titled "Terminal", logging its output (read by ``vm_terminal_output``).
     * ``google-chrome``: Chromium with the profile where Chrome keeps it. Its DevTools port (OSWorld's
       tasks pass ``--remote-debugging-port=1337``) is on the session's own loopback, which nothing
-      outside the session reaches but the server's bridge (:mod:`.devtools`).
+      outside the session reaches but the server's bridge (:mod:`.devtools`). It runs with its own
+      sandbox where the kernel lets the session user make user namespaces.
     """
     bin_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(bin_dir, 0o755)
@@ -99,6 +100,10 @@ def write_session_bin(bin_dir: Path) -> None:
             f'mkdir -p "$HOME/{TERMINAL_LOGS}"\n'
             f'exec xterm -title Terminal -xrm "XTerm*logInhibit: false" -l '
             f'-lf "$HOME/{TERMINAL_LOGS}/$(date +%s%N).log" "$@"\n')
+    # Chromium's own sandbox needs user namespaces; where the kernel refuses them to the session user it
+    # still runs as that user, unsandboxed.
+    flags = ('--no-first-run --no-default-browser-check --password-store=basic --disable-gpu '
+             '--disable-dev-shm-usage --user-data-dir="$HOME/.config/google-chrome"')
     _script(bin_dir / "google-chrome",
-            'exec chromium --no-first-run --no-default-browser-check --password-store=basic --no-sandbox '
-            '--disable-gpu --disable-dev-shm-usage --user-data-dir="$HOME/.config/google-chrome" "$@"\n')
+            f'if unshare -U true 2>/dev/null; then exec chromium {flags} "$@"; fi\n'
+            f'exec chromium --no-sandbox {flags} "$@"\n')

@@ -354,3 +354,20 @@ async def test_egress_reaches_out_but_never_the_hosts_loopback(host):
         await env.close()
     assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "slirp4netns"
                 and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytestmark_async
+async def test_a_user_namespace_cannot_uncover_what_the_session_must_not_see(pair):
+    """The session user may make user namespaces (Chromium's sandbox needs them); the covers the server
+    mounted are locked in them, so root-in-a-namespace cannot lift them."""
+    a, b = pair
+    project = str(PROJECT)
+    lift = ("import ctypes,os; libc=ctypes.CDLL(None,use_errno=True); "
+            f"print([libc.umount2(p.encode(), 2) or 'lifted' for p in ('{project}', '/tmp')], os.strerror(ctypes.get_errno()))")
+    out = await sh(a, f"unshare -Urm sh -c \"python3 -c \\\"{lift}\\\"; ls -A {project} | wc -l; "
+                      f"ls {b.sandbox.root.parent}\" 2>&1; echo done")
+    assert "lifted" not in out and ("Invalid argument" in out or "not permitted" in out), out
+    lines = out.splitlines()
+    assert "done" in lines[-1]
+    assert "0" in lines or "No such file" in out
+    assert b.sandbox.name not in out.replace(f"{b.sandbox.root.parent}", "")
