@@ -77,9 +77,10 @@ def describe_error(model: type[BaseModel], err: ValidationError) -> str:
         return f"unknown env option {name!r}; known: {', '.join(model.model_fields)}"
     got = first.get("input")
     where = name + "".join(f"[{p}]" for p in loc[1:])
-    allowed = field_range(model, name) if name in model.model_fields else ""
     shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
-    return f"env option {where!r} must be {allowed} ({first.get('msg')}; got {shown})"
+    if len(loc) == 1 and name in model.model_fields:
+        return f"env option {where!r} must be {field_range(model, name)} ({first.get('msg')}; got {shown})"
+    return f"env option {where!r}: {first.get('msg')} (got {shown})"
 
 
 def parse_caps(items: list[str] | dict[str, Any] | None, model: type[BaseModel] | None) -> dict[str, float]:

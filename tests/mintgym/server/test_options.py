@@ -82,3 +82,16 @@ def test_token_sources(tmp_path, monkeypatch):
     monkeypatch.setenv("MINTGYM_TOKEN", "bad\ntoken")
     with pytest.raises(TokenError, match="line break"):
         resolve_token()
+
+
+def test_serve_refuses_a_bad_cap_and_the_token_flag():
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MINTGYM_TOKEN"}
+    done = subprocess.run([sys.executable, "-m", "mintgym.cli", "serve", "null", "--port", "0", "--max-option", "nope=1"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode != 0 and "nope: no such option" in done.stderr, done.stderr[-400:]
+    done = subprocess.run([sys.executable, "-m", "mintgym.cli", "serve", "null", "--port", "0", "--token", "x"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode != 0 and "--token" in done.stderr
