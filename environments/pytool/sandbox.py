@@ -474,8 +474,8 @@ class Sandbox:
         if self.cgroup is None:
             return
         spare = (self.worker_pid,) if self.worker_pid else ()
+        self.cgroup.freeze(True)  # first, so nothing forks while the strays are killed (SIGKILL still lands)
         self.cgroup.kill_all(spare=spare)
-        self.cgroup.freeze(True)
 
     def _resume(self) -> None:
         if self.cgroup is not None:
