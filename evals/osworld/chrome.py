@@ -68,16 +68,31 @@ async def close_tabs(env: DesktopEnvironment, urls: list[str]) -> None:
                 await page.close()
 
 
-async def _active_page(handle: Any) -> Any | None:
-    """The tab the user sees: the one whose document is visible (the last one if several windows)."""
-    active = None
+async def _active_target(env: DesktopEnvironment) -> dict | None:
+    """The tab the user sees: DevTools' ``/json/list`` orders page targets by when they were last active,
+    most recent first (every tab of a window reports itself visible and focused under Xvfb)."""
+    import httpx
+
+    url = await env.devtools().start()
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        targets = (await client.get(f"{url}/json/list")).json()
+    pages = [t for t in targets if t.get("type") == "page"]
+    return pages[0] if pages else None
+
+
+async def _active_page(env: DesktopEnvironment, handle: Any) -> Any | None:
+    target = await _active_target(env)
+    if target is None:
+        return None
     for page in _pages(handle):
+        session = await page.context.new_cdp_session(page)
         try:
-            if await page.evaluate("document.visibilityState") == "visible":
-                active = page
-        except Exception:  # a tab that is navigating or crashed cannot be the one on screen
-            continue
-    return active
+            info = await session.send("Target.getTargetInfo")
+        finally:
+            await session.detach()
+        if info["targetInfo"]["targetId"] == target["id"]:
+            return page
+    return None
 
 
 async def _live(env: DesktopEnvironment) -> bool:
@@ -95,7 +110,7 @@ async def active_tab_info(env: DesktopEnvironment, config: dict) -> dict | None:
     if not await _live(env):
         return None
     async with browser(env.devtools()) as handle:
-        page = await _active_page(handle)
+        page = await _active_page(env, handle)
         if page is None:
             return None
         return {"title": await page.title(), "url": page.url, "content": await page.content()}

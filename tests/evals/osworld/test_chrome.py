@@ -49,6 +49,11 @@ async def test_open_tabs_then_read_them_and_close_one(env, site):
     active = await GETTERS["active_tab_info"](env, {})
     assert active["url"] == f"{site}/b.html" and "<h1 id=\"h\">Page B</h1>" in active["content"]
     assert await GETTERS["active_url_from_accessTree"](env, {}) == f"{site}/b.html"
+    from mintgym.environments.desktop.devtools import browser
+
+    async with browser(env.devtools()) as handle:  # the user switches back to the first tab
+        await next(p for p in chrome._pages(handle) if p.url.endswith("/a.html")).bring_to_front()
+    assert (await GETTERS["active_tab_info"](env, {}))["title"] == "Page A"
     await run_steps(env, steps({"type": "chrome_close_tabs", "parameters": {"urls_to_close": [f"{site}/a.html"]}}))
     urls = [t["url"] for t in await GETTERS["open_tabs_info"](env, {})]
     assert f"{site}/a.html" not in urls and f"{site}/b.html" in urls
