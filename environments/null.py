@@ -64,6 +64,11 @@ class NullHost(SimpleHost):
     env_cls = NullEnvironment
     options_model = NullOptions
 
+    async def create(self, options: dict) -> Environment:
+        """A session; its options (over the host's defaults) are checked by :class:`NullOptions` first."""
+        checked = NullOptions.model_validate({**self.defaults, **(options or {})})
+        return await super().create(checked.model_dump())
+
 
 @dataclass
 class EchoTask(Task):

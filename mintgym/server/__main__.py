@@ -22,6 +22,8 @@ def main() -> None:
     parser.add_argument("--token-file", default=None, help="a file holding the bearer token (mode 600)")
     parser.add_argument("--request-timeout", type=float, default=60.0)
     parser.add_argument("--max-sessions", type=int, default=1024)
+    parser.add_argument("--body-timeout", type=float, default=30.0,
+                        help="seconds a request body may stall between chunks before it gets a 408")
     parser.add_argument("--host-options", default="{}", help="JSON object passed to the environment host")
     parser.add_argument("--max-option", action="append", default=[], metavar="NAME=VALUE",
                         help="cap a numeric session option (repeatable)")
@@ -34,7 +36,8 @@ def main() -> None:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     serve(args.domain, args.host, args.port, token_file=args.token_file, fd=args.fd, parent_pid=args.parent_pid,
           request_timeout=args.request_timeout, max_sessions=args.max_sessions,
-          host_options=json.loads(args.host_options), option_caps=args.max_option, log_level=args.log_level)
+          host_options=json.loads(args.host_options), option_caps=args.max_option, body_timeout=args.body_timeout,
+          log_level=args.log_level)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,8 @@ def build_host(domain: str, options: dict[str, Any] | None = None):
 def serve(domain: str, host: str = "127.0.0.1", port: int = 8000, *, token: str | None = None,
           token_file: str | None = None, fd: int | None = None, parent_pid: int | None = None,
           request_timeout: float = 60.0, max_sessions: int = 1024, host_options: dict[str, Any] | None = None,
-          option_caps: dict[str, Any] | list[str] | None = None, log_level: str = "warning") -> None:
+          option_caps: dict[str, Any] | list[str] | None = None, body_timeout: float = 30.0,
+          log_level: str = "warning") -> None:
     import uvicorn
 
     from mintgym.allocator import tune_malloc
@@ -109,7 +110,7 @@ def serve(domain: str, host: str = "127.0.0.1", port: int = 8000, *, token: str 
     env_host = build_host(domain, host_options)
     try:
         app = create_app(env_host, token=token, request_timeout=request_timeout, max_sessions=max_sessions,
-                         option_caps=option_caps)
+                         option_caps=option_caps, body_chunk_seconds=body_timeout)
     except (OptionError, ValueError) as err:
         raise SystemExit(f"refusing to serve {domain}: {err}") from None
     if parent_pid:

@@ -4,6 +4,7 @@ a 500 or a 2xx it should not get), the other session untouched, the server still
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -122,25 +123,32 @@ def test_token_file_must_be_private(tmp_path):
                           capture_output=True, text=True, timeout=60, env=_env_without_token())
     assert done.returncode != 0 and "chmod 600" in done.stderr, done.stderr[-500:]
     os.chmod(path, 0o600)
+    with _serve_on_fd("--token-file", str(path)) as (url, pid):
+        assert httpx.get(f"{url}/v1/sessions", timeout=5).status_code == 401
+        assert httpx.get(f"{url}/v1/sessions", headers=_auth("file-token-123"), timeout=5).status_code == 200
+        assert "file-token-123" not in " ".join(psutil.Process(pid).cmdline())
+
+
+@contextlib.contextmanager
+def _serve_on_fd(*args: str):
+    """``python -m mintgym.server null`` on a loopback socket this test bound; yields (url, pid)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     port = listener.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "mintgym.server", "null", "--fd", str(listener.fileno()),
-                             "--token-file", str(path)], pass_fds=[listener.fileno()], env=_env_without_token(),
+    proc = subprocess.Popen([sys.executable, "-m", "mintgym.server", "null", "--fd", str(listener.fileno()), *args],
+                            pass_fds=[listener.fileno()], env=_env_without_token(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     listener.close()
+    url = f"http://127.0.0.1:{port}"
     try:
-        url = f"http://127.0.0.1:{port}"
         for _ in range(300):
             try:
                 if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        assert httpx.get(f"{url}/v1/sessions", timeout=5).status_code == 401
-        assert httpx.get(f"{url}/v1/sessions", headers=_auth("file-token-123"), timeout=5).status_code == 200
-        assert "file-token-123" not in " ".join(psutil.Process(proc.pid).cmdline())
+        yield url, proc.pid
     finally:
         proc.kill()
         proc.wait()
@@ -248,6 +256,19 @@ def test_slow_partial_requests_do_not_block_others(guarded, victim):
         for s in slow:
             s.close()
     _still_fine(guarded, victim)
+
+
+def test_stalled_bodies_are_cut_off():
+    with _serve_on_fd("--body-timeout", "1") as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000\r\n\r\n{\"side")
+            started = time.monotonic()
+            answer = s.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert time.monotonic() - started < 8
+        assert httpx.get(f"{url}/v1/health", timeout=5).status_code == 200
 
 
 def test_huge_headers_and_smuggling_are_refused(guarded, victim):
