@@ -172,6 +172,27 @@ def _python_roots() -> list[str]:
     return keep
 
 
+#: MintGym's own packages: never readable in the sandbox (task generators could rebuild the answers).
+_OWN_PACKAGES = ("mintgym", "mintgym.environments", "mintgym.agents", "mintgym.evals", "mintgym.action_spaces")
+
+
+def _hidden_paths(roots: list[str]) -> list[str]:
+    """Folders of MintGym's own packages that lie inside the bound Python roots (a non-editable install)."""
+    import importlib.util
+
+    found = []
+    for name in _OWN_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            real = os.path.realpath(location)
+            if any(real == r or real.startswith(r.rstrip("/") + "/") for r in roots) and real not in found:
+                found.append(real)
+    return found
+
+
 def bwrap_command(workdir: Path, taskdir: Path, uid: int) -> list[str]:
     """The bubblewrap + setpriv command line that starts the worker in its namespaces."""
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
@@ -197,6 +218,8 @@ def bwrap_command(workdir: Path, taskdir: Path, uid: int) -> list[str]:
                 made.add(str(parent))
         cmd += ["--ro-bind", root, root]
         made.add(root)
+    for hidden in _hidden_paths(_python_roots()):  # an empty tmpfs over each of MintGym's own packages
+        cmd += ["--tmpfs", hidden]
     cmd += ["--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/mintgym",
             "--ro-bind", str(WORKER_SCRIPT), "/opt/mintgym/worker.py",
             "--dev", "/dev", "--proc", "/proc",

@@ -109,3 +109,25 @@ def test_probe_says_why_when_groups_are_unavailable():
     if os.geteuid() != 0:
         assert reason == "not running as root"
     assert all(isinstance(p, Path) for p in parents.values())
+
+
+@pytest.mark.skipif(ISOLATION.level != "namespace", reason="needs root and bubblewrap namespaces")
+async def test_mintgym_source_is_hidden_even_when_installed_beside_python(monkeypatch):
+    """A non-editable install puts the task generators in site-packages, which the sandbox binds: they are
+    covered. Here the repository root stands in for site-packages."""
+    from mintgym.environments.pytool import sandbox
+
+    repo = str(Path(sandbox.__file__).resolve().parents[2])
+    real_roots = sandbox._python_roots
+    monkeypatch.setattr(sandbox, "_python_roots", lambda: real_roots() + [repo])
+    h = PytoolHost(cpu_seconds=3, wall_seconds=30)
+    await h.start()
+    env = await h.create({})
+    try:
+        await env.execute(Python(code=f"import os\nprint(os.path.isdir({repo!r}))\n"
+                                      f"print(os.listdir({repo + '/environments'!r}), os.listdir({repo + '/mintgym'!r}))\n"
+                                      f"print(os.path.exists({repo + '/environments/pytool/generators.py'!r}))"))
+        assert env.last_output.splitlines()[:3] == ["True", "[] []", "False"], env.last_output
+    finally:
+        await env.close()
+        await h.stop()
