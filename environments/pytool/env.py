@@ -181,7 +181,7 @@ class PytoolEnvironment(Environment):
         os.chmod(self.taskdir, 0o755)
         if self.sandbox.uid is not None:
             os.chown(self.workdir, self.sandbox.uid, self.sandbox.uid)
-        if self.sandbox.isolation.level == "namespace":  # root: the working directory gets its quota
+        if self.sandbox.isolation.disk == "tmpfs":  # root: the working directory gets its quota
             mounts.mount_tmpfs(self.workdir, self.sandbox.limits.disk_mb, self.sandbox.uid)
 
     def _clear_dirs(self) -> None:

@@ -169,7 +169,7 @@ class PytoolHost(EnvironmentHost):
         limits = SandboxLimits(**{k: getattr(merged, k) for k in _LIMIT_FIELDS})
         return {"sandbox": {"level": iso.level, "network": iso.network, "filesystem": iso.filesystem,
                             "uid": iso.uid, "reason": iso.reason, "resources": iso.resources,
-                            "cgroup_reason": iso.cgroup_reason, "limits": limits.__dict__.copy()}}
+                            "cgroup_reason": iso.cgroup_reason, "disk": iso.disk, "limits": limits.__dict__.copy()}}
 
 
 def _options(values: dict[str, Any]) -> PytoolOptions:

@@ -122,6 +122,8 @@ class Isolation:
     resources: str = "rlimits"
     #: Why control groups are not used ("" when they are).
     cgroup_reason: str = ""
+    #: "tmpfs" (the working directory has a size quota) or "none".
+    disk: str = "none"
 
 
 _ISOLATION: Isolation | None = None
@@ -149,8 +151,24 @@ def probe_isolation() -> Isolation:
     else:
         cgroup_reason = cgroups.probe()[0]
         _ISOLATION = Isolation("namespace", "namespace", "read-only root, writable /sandbox", "dedicated",
-                               resources="rlimits" if cgroup_reason else "cgroup", cgroup_reason=cgroup_reason)
+                               resources="rlimits" if cgroup_reason else "cgroup", cgroup_reason=cgroup_reason,
+                               disk="tmpfs" if _can_mount_tmpfs() else "none")
     return _ISOLATION
+
+
+def _can_mount_tmpfs() -> bool:
+    """Whether this process may mount the working directory's size-limited tmpfs (root, CAP_SYS_ADMIN)."""
+    import tempfile
+
+    from mintgym.environments.pytool import mounts
+
+    with tempfile.TemporaryDirectory(prefix="mintgym-mount-probe-") as folder:
+        try:
+            mounts.mount_tmpfs(Path(folder), 1, None)
+        except OSError:
+            return False
+        mounts.unmount(Path(folder))
+    return True
 
 
 def _clean_env(workdir: str) -> dict[str, str]:

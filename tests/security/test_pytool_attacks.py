@@ -31,6 +31,18 @@ def _namespace_sandbox() -> bool:
 pytestmark = pytest.mark.skipif(not _namespace_sandbox(), reason="needs root and bubblewrap namespaces")
 
 
+def _isolation():
+    from mintgym.environments.pytool.sandbox import probe_isolation
+
+    return probe_isolation()
+
+
+needs_cgroup = pytest.mark.skipif(_namespace_sandbox() and _isolation().resources != "cgroup",
+                                  reason="needs control groups (see the server's spec: host.sandbox.cgroup_reason)")
+needs_quota = pytest.mark.skipif(_namespace_sandbox() and _isolation().disk != "tmpfs",
+                                 reason="needs a tmpfs mount for the working directory")
+
+
 @pytest.fixture(scope="module")
 def server():
     prov = provider("local")
@@ -115,6 +127,7 @@ def test_no_new_user_namespaces(attacker, server, bystander):
     _contained(server, bystander)
 
 
+@needs_cgroup
 def test_memfd_pages_count_against_the_memory_limit(attacker, server, bystander):
     # many memfds of 32 MiB each: under the per-file limit, outside RLIMIT_AS (nothing is mapped)
     code = ("import os\nfds = []\nchunk = b'x' * (16 * 2**20)\nwritten = 0\n"
@@ -132,6 +145,7 @@ def test_memfd_pages_count_against_the_memory_limit(attacker, server, bystander)
     _contained(server, bystander)
 
 
+@needs_quota
 def test_working_directory_has_a_disk_quota(server, bystander):
     env = _make(server, disk_mb=32)
     try:
@@ -161,6 +175,7 @@ FORGE = ("import os, signal, resource, struct, json\n"
          "while True:\n    pass\n")
 
 
+@needs_cgroup
 def test_forged_reply_and_disabled_timers_burn_nothing_after_the_step(attacker, server, bystander):
     uid = _uid_of(server, attacker)
     started = time.monotonic()
@@ -175,6 +190,7 @@ def test_forged_reply_and_disabled_timers_burn_nothing_after_the_step(attacker, 
     _contained(server, bystander)
 
 
+@needs_cgroup
 def test_cpu_limit_is_kept_by_the_server(attacker, server, bystander):
     code = ("import signal, resource, threading\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
             "resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
@@ -198,6 +214,7 @@ def test_exit_137_is_the_agents_failure_not_an_error(attacker, server, bystander
     _contained(server, bystander)
 
 
+@needs_cgroup
 def test_background_processes_die_with_the_step(attacker, server, bystander):
     uid = _uid_of(server, attacker)
     code = ("import os\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n"
