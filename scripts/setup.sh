@@ -31,11 +31,14 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
   echo "setup: MintGym needs Python 3.11 (found $("$PYTHON" --version))" >&2; exit 1; }
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 stamp=.venv/.mintgym-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip
   # torch first, pinned: the CPU wheel; an unpinned torch would pull several GB of CUDA.
   .venv/bin/pip install -q "torch==2.13.0"
   .venv/bin/pip install -q -e ".[all]"
+  # OSWorld's own metric functions: desktop-env without its pins (numpy<2, torch~=2.5, ...), beside the light
+  # libraries its metric modules import (the osworld extra); see README "OSWorld scoring".
+  .venv/bin/pip install -q -e ".[osworld]" && .venv/bin/pip install -q --no-deps "desktop-env==1.0.2"
   touch "$stamp"
 fi
 echo "setup: ok ($(.venv/bin/python --version), $(.venv/bin/mintgym --help >/dev/null && echo 'mintgym CLI ready'))"

@@ -47,6 +47,8 @@ class DesktopEnvironment(Environment):
         self._size = (int(width), int(height))
         self.x_timeout = float(x_timeout)
         self.egress = bool(egress)
+        #: The id of the task the session was last set up for (a task's setup sets it; caches key on it).
+        self.task_key: str | None = None
         self._template = template
         self.sandbox: Sandbox | None = None
         self.xserver: XServer | None = None

@@ -11,7 +11,7 @@ from pathlib import Path
 from mintgym.evals.osworld import files
 from mintgym.evals.osworld.getters import GETTERS
 from mintgym.evals.osworld.loader import OSWorldSpec, Step
-from mintgym.evals.osworld.metrics import METRICS
+from mintgym.evals.osworld.metrics import METRICS, ROUTES
 from mintgym.evals.osworld.steps import (CONTROLLER_HELPERS, SUPPORTED_STEPS, is_local_url, preinstalled_apt,
                                          program_of)
 
@@ -88,6 +88,9 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
                         return reason.replace("downloads its files", "its reference files come")
     for func in () if ev.infeasible else ev.funcs:
         if func not in METRICS:
+            if ROUTES.get(func) == "desktop-env":
+                return (f"metric {func!r} is OSWorld's own code from desktop-env, which is not installed "
+                        "(see README, OSWorld scoring)")
             return f"metric {func!r} is not implemented offline"
     if "{CLIENT_PASSWORD}" in text or re.search(r"\bsudo\b", text):
         return "needs sudo (the session user is unprivileged)"

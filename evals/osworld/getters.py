@@ -100,7 +100,7 @@ async def cache_file(env: DesktopEnvironment, config: dict) -> str | list[str | 
             continue
         try:
             path = await asyncio.to_thread(files.fetch_reference, str(url), str(dest or ""),
-                                           getattr(env, "osworld_task", None) or "shared")
+                                           env.task_key or "shared")
             found.append(str(path))
         except files.DownloadUnavailable:
             found.append(None)

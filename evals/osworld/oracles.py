@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import AsyncIterator, Callable
 
-from mintgym.action_spaces import ActionModel, Click, Key, Wait
+from mintgym.action_spaces import ActionModel, Click, Done, Key, Wait
 from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.environments.desktop.scripting import terminal
 from mintgym.evals.osworld.getters import CHROME_PREFS, chrome_prefs
@@ -134,6 +134,11 @@ def _shell(*commands: str, settle: float = 1.5) -> Oracle:
     def oracle(env: DesktopEnvironment) -> AsyncIterator[ActionModel]:
         return terminal(env, *commands, settle=settle)
     return oracle
+
+
+async def report_infeasible(env: DesktopEnvironment) -> AsyncIterator[ActionModel]:
+    """An infeasible task's solution: say so, as OSWorld's FAIL (``done(success=False)``)."""
+    yield Done(success=False, answer="infeasible: FAIL")
 
 
 ORACLES: dict[str, Oracle] = {

@@ -44,7 +44,8 @@ class OSWorldTask(Task):
         text = str(self.spec.config) + str(self.spec.evaluator.results)
         if "pactl" in text or "pulseaudio" in text:
             await env.run("pulseaudio --start --exit-idle-time=-1", shell=True, timeout=30)
-        await run_steps(env, self.spec.config, base=self.spec.path.parent, where="config")
+        env.task_key = self.spec.id  # the file cache keeps this task's reference files under its id
+        await run_steps(env, self.spec.config, base=self.spec.path.parent, where="config", task_id=self.spec.id)
         return None
 
     async def evaluate(self, env: Environment) -> float:
@@ -59,7 +60,8 @@ class OSWorldTask(Task):
             return await GETTERS[config["type"]](env, localize(config, env))
 
         async def postconfig() -> None:
-            await run_steps(env, ev.postconfig, base=self.spec.path.parent, where="evaluator.postconfig")
+            await run_steps(env, ev.postconfig, base=self.spec.path.parent, where="evaluator.postconfig",
+                            task_id=self.spec.id)
 
         return await evaluate(ev, last_action_failed=is_fail(env.claimed_success, env.answer), get=get,
                               postconfig=postconfig if ev.postconfig else None)
@@ -67,11 +69,13 @@ class OSWorldTask(Task):
     def has_oracle(self) -> bool:
         from mintgym.evals.osworld.oracles import ORACLES
 
-        return self.spec.id in ORACLES
+        return self.spec.id in ORACLES or self.spec.evaluator.infeasible
 
     def oracle(self, env: Environment) -> AsyncIterator[ActionModel]:
-        from mintgym.evals.osworld.oracles import ORACLES
+        from mintgym.evals.osworld.oracles import ORACLES, report_infeasible
 
+        if self.spec.evaluator.infeasible:
+            return report_infeasible(self._env(env))
         if self.spec.id not in ORACLES:
             raise NotImplementedError(f"task {self.id!r} ships no oracle")
         return ORACLES[self.spec.id](self._env(env))

@@ -74,8 +74,12 @@ def test_needs_are_reported_as_unavailable(tmp_path):
     assert "sudo" in why_unavailable(sudo)
     missing = parse_task(_task(config=[{"type": "launch", "parameters": {"command": ["no-such-app-xyz"]}}]), f)
     assert "no-such-app-xyz" in why_unavailable(missing)
-    tabs = parse_task(_task(config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": []}}]), f)
-    assert "chrome_open_tabs" in why_unavailable(tabs)
+    live = parse_task(_task(config=[{"type": "chrome_open_tabs",
+                                     "parameters": {"urls_to_open": ["https://www.example.org/"]}}]), f)
+    assert "www.example.org" in why_unavailable(live)  # the session has no egress by default
+    own = parse_task(_task(config=[{"type": "chrome_open_tabs",
+                                    "parameters": {"urls_to_open": ["http://127.0.0.1:8000/"]}}]), f)
+    assert why_unavailable(own) is None  # a page served on the session's own loopback
     local = parse_task(_task(config=[{"type": "download", "parameters": {"files": [
         {"url": "file:///tmp/a.txt", "path": "/home/user/a.txt"}]}}]), f)
     assert why_unavailable(local) is None

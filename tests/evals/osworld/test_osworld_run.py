@@ -75,7 +75,7 @@ async def test_a_failing_config_step_raises_a_clear_error(env, tmp_path):
     with pytest.raises(ConfigStepFailed, match=r"config\[0\] \(execute\).*exited with code 3"):
         await run_steps(env, _spec(tmp_path, [{"type": "execute", "parameters": {
             "command": "echo broken >&2; exit 3", "shell": True}}]).config)
-    with pytest.raises(ConfigStepFailed, match="only local files"):
+    with pytest.raises(ConfigStepFailed, match="huggingface.co.*needs the internet"):
         await run_steps(env, _spec(tmp_path, [{"type": "download", "parameters": {"files": [
             {"url": "https://huggingface.co/x.txt", "path": "x.txt"}]}}]).config)
     with pytest.raises(ConfigStepFailed, match="did not finish"):
