@@ -145,6 +145,32 @@ class Goto(ActionModel):
     url: str = Field(min_length=1, examples=["https://example.com"])
 
 
+class Tab(ActionModel):
+    summary: ClassVar[str] = (
+        'Browser tabs: op="new" opens a tab (at url, else blank) and shows it; op="switch" shows tab index; '
+        'op="close" closes tab index (-1: the shown one). The open tabs are listed in the text channel.'
+    )
+    type: Literal["tab"] = "tab"
+    op: Literal["new", "switch", "close"] = Field("new", examples=["switch"])
+    #: A tab's position in the text channel's list (0 is the task's own tab); -1 means the tab shown now.
+    index: int = Field(-1, ge=-1, le=63, examples=[1])
+    url: str | None = None
+
+    def problem(self) -> str | None:
+        """Why this combination of fields means nothing (None when it is well-formed).
+
+        Kept out of pydantic validation so that every field value stays independently valid (the
+        schema, the prompt and the parser treat fields one by one); environments call this first.
+        """
+        if self.op == "switch" and self.index < 0:
+            return 'tab: op="switch" needs the index of the tab to show, e.g. tab(op="switch", index=1)'
+        if self.op == "new" and self.index != -1:
+            return 'tab: op="new" takes no index (the new tab goes last and is shown)'
+        if self.op != "new" and self.url is not None:
+            return f'tab: url is only for op="new", not op="{self.op}"'
+        return None
+
+
 class Python(ActionModel):
     summary: ClassVar[str] = "Run Python code in the sandbox; its output is shown in the next screenshot."
     type: Literal["python"] = "python"
@@ -177,11 +203,12 @@ class Done(ActionModel):
 ACTION_TYPES: dict[str, type[ActionModel]] = {
     cls.model_fields["type"].default: cls
     for cls in (Click, Move, Drag, Scroll, Type, Key, Tap, LongPress, Swipe, Back, Home, OpenApp,
-                Goto, Python, Zoom, Wait, Done)
+                Goto, Tab, Python, Zoom, Wait, Done)
 }
 
 Action = Annotated[
-    Click | Move | Drag | Scroll | Type | Key | Tap | LongPress | Swipe | Back | Home | OpenApp | Goto | Python | Zoom | Wait | Done,
+    Click | Move | Drag | Scroll | Type | Key | Tap | LongPress | Swipe | Back | Home | OpenApp | Goto | Tab | Python | Zoom
+    | Wait | Done,
     Field(discriminator="type"),
 ]
 

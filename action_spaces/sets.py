@@ -140,8 +140,9 @@ _COMMON = (A.Type, A.Key, A.Zoom, A.Wait, A.Done)
 
 WEB = ActionSet(
     "web",
-    (A.Click, A.Move, A.Drag, A.Scroll) + _COMMON[:2] + (A.Goto,) + _COMMON[2:],
+    (A.Click, A.Move, A.Drag, A.Scroll) + _COMMON[:2] + (A.Goto, A.Tab) + _COMMON[2:],
     "Control a web browser with the mouse and keyboard.",
+    notes=('When the task cannot be done, say so: done(success=False, answer="infeasible: <the reason>").',),
 )
 DESKTOP = ActionSet(
     "desktop",

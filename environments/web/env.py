@@ -11,6 +11,8 @@ Page events the agent cannot see are handled, not left hanging:
   dismissed; each is logged in :attr:`WebEnvironment.dialogs` and shown in the ``text`` side channel;
 * popups (``window.open``, ``target=_blank``): the session switches to the new page, like a browser
   focusing a new tab; when it closes, the session returns to the page before it;
+* tabs: the ``tab`` action opens (within the URL policy), shows and closes tabs; tab 0 is the task's own
+  page and cannot be closed, and tasks read their state from it whichever tab is shown;
 * a crashed tab or a dead browser: :meth:`alive` turns False and actions raise
   :class:`~mintgym.errors.EnvironmentCrashed`;
 * requests to hosts outside the session's :class:`~mintgym.environments.web.policy.UrlPolicy` are aborted
@@ -22,13 +24,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import json
 import logging
+import time
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from mintgym.action_spaces import ActionModel, Click, Drag, Goto, InvalidAction, Key, Move, Scroll, Type, Wait
+from mintgym.action_spaces import ActionModel, Click, Drag, Goto, InvalidAction, Key, Move, Scroll, Tab, Type, Wait
+from mintgym.environments.web import grounding
 from mintgym.environments.web.keys import split_combo
 from mintgym.environments.web.options import WebOptions
 from mintgym.environments.web.policy import UrlPolicy
@@ -46,6 +51,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("mintgym.web")
 
 _CLOSED_MARKERS = ("Target crashed", "has been closed", "Target closed", "Browser closed", "crashed")
+#: Tabs a session may hold open at once (the task's own tab included).
+MAX_TABS = 8
+#: Side channels this environment can fill (``dom`` once the core carries it).
+WEB_SIDE_CHANNELS = frozenset({"text", "a11y", "dom"})
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,13 @@ class WebEnvironment(Environment):
         self.page: Page | None = None
         self._pages: list[Page] = []
         self._cdp: dict[Page, CDPSession] = {}
+        #: Per page: its main frame id and the execution context id of the grounding's isolated world.
+        self._worlds: dict[Page, tuple[str, int | None]] = {}
+        #: The snapshot taken with the last screenshot (set-of-marks), handed to the side channels of that frame.
+        self._frame_snapshot: tuple[Page, grounding.Snapshot] | None = None
+        self._reset_ids = True
+        #: Seconds the last grounding snapshot took (one round trip to the page).
+        self.last_grounding_s = 0.0
         self.dialogs: list[DialogRecord] = []
         self.blocked_requests: list[str] = []
         self.task: Task | None = None
@@ -171,17 +187,15 @@ class WebEnvironment(Environment):
 
     # ---- page events ---------------------------------------------------------------------------------
     def _on_page(self, page: Page) -> None:
-        first = not self._pages and self.main_page is None
         self._pages.append(page)
         page.on("crash", lambda _p: self._on_crash(page))
         page.on("dialog", self._on_dialog)
         page.on("close", lambda _p: self._on_close(page))
         self.page = page  # a popup takes the focus, as a new tab would
-        if first:
-            page.on("request", lambda r: self._on_request(page, r))
-            page.on("load", lambda _p: self._nav_done.set())
-            page.on("requestfailed", lambda r: self._on_request_end(page, r))
-            page.on("requestfinished", lambda r: self._on_request_end(page, r))
+        page.on("request", lambda r: self._on_request(page, r))
+        page.on("load", lambda _p: self._nav_done.set())
+        page.on("requestfailed", lambda r: self._on_request_end(page, r))
+        page.on("requestfinished", lambda r: self._on_request_end(page, r))
 
     def _on_crash(self, page: Page) -> None:
         self._crashed = "the tab crashed" if page is self.main_page else "a popup tab crashed"
@@ -190,6 +204,7 @@ class WebEnvironment(Environment):
         if page in self._pages:
             self._pages.remove(page)
         self._cdp.pop(page, None)
+        self._worlds.pop(page, None)
         if self.page is page:
             self.page = self._pages[-1] if self._pages else None
 
@@ -202,7 +217,8 @@ class WebEnvironment(Environment):
             log.debug("could not handle a %s dialog: %s", dialog.type, err)
 
     def _on_request(self, page: Page, request: Request) -> None:
-        if request.is_navigation_request() and request.frame == page.main_frame:
+        # only the shown page's navigations are waited for (a tab in the background loads on its own)
+        if page is (self.page or self.main_page) and request.is_navigation_request() and request.frame == page.main_frame:
             self._nav_done.clear()
 
     def _on_request_end(self, page: Page, request: Request) -> None:
@@ -238,6 +254,8 @@ class WebEnvironment(Environment):
         self.task_info = {}
         self.dialogs.clear()
         self.blocked_requests.clear()
+        self._reset_ids = True
+        self._frame_snapshot = None
         for page in list(self._pages):
             if page is not self.main_page:
                 try:
@@ -272,6 +290,7 @@ class WebEnvironment(Environment):
     # ---- actions -------------------------------------------------------------------------------------
     async def execute(self, action: ActionModel) -> None:
         self._ensure_alive()
+        self._frame_snapshot = None
         page = self.page or self.main_page
         try:
             await self._dispatch(page, action)
@@ -318,6 +337,8 @@ class WebEnvironment(Environment):
                     await keyboard.up(key)
         elif isinstance(action, Goto):
             await self._goto(page, action.url)
+        elif isinstance(action, Tab):
+            await self._tab(action)
         elif isinstance(action, Wait):
             await asyncio.sleep(action.seconds)
         else:
@@ -341,6 +362,43 @@ class WebEnvironment(Environment):
             if "ERR_BLOCKED_BY_CLIENT" in first:
                 raise InvalidAction(f"goto: {url} redirected to a host outside the session's policy") from None
             raise InvalidAction(f"goto: {url} could not be loaded: {first}") from None
+
+    async def _tab(self, action: Tab) -> None:
+        """Open, show or close a tab. Tab 0 is the task's own page: it stays open, and tasks read it."""
+        problem = action.problem()
+        if problem is not None:
+            raise InvalidAction(problem)
+        if action.op == "new":
+            if len(self._pages) >= MAX_TABS:
+                raise InvalidAction(f"tab: {len(self._pages)} tabs are open, the most a session may hold; "
+                                    'close one first with tab(op="close", index=...)')
+            url = action.url or "about:blank"
+            reason = self.policy.check_goto(url)
+            if reason is not None:
+                raise InvalidAction(f"tab refused: {reason}")
+            page = await self.context.new_page()
+            self.page = page  # also set by the context's "page" event; a new tab is shown at once
+            await page.set_viewport_size({"width": self._viewport[0], "height": self._viewport[1]})
+            if url != "about:blank":
+                await self._goto(page, url)
+            return
+        shown = self.page or self.main_page
+        index = self._pages.index(shown) if action.index == -1 else action.index
+        if not 0 <= index < len(self._pages):
+            raise InvalidAction(f"tab: there is no tab {index}; the open tabs are 0 to {len(self._pages) - 1}")
+        target = self._pages[index]
+        if action.op == "switch":
+            self.page = target
+            await target.bring_to_front()
+            return
+        if target is self.main_page:
+            raise InvalidAction("tab: tab 0 holds the task and cannot be closed")
+        await target.close()
+        if target in self._pages:  # the close event normally did this already
+            self._on_close(target)
+        if self.page is target or self.page is None:
+            self.page = self._pages[-1]
+        await self.page.bring_to_front()
 
     async def _stop_loading(self, page: Page) -> None:
         try:
@@ -370,8 +428,19 @@ class WebEnvironment(Environment):
         return self._cdp[page]
 
     async def screenshot(self) -> np.ndarray:
+        """The shown page's pixels; with ``set_of_marks``, the marks of a grounding snapshot drawn on them."""
         self._ensure_alive()
         page = self.page or self.main_page
+        width, height = self.screen_size
+        if page.viewport_size != {"width": width, "height": height}:  # a popup or tab opened at another size
+            await self._guard(page.set_viewport_size({"width": width, "height": height}))
+        if not self.options.set_of_marks:
+            return await self._capture(page)
+        shot, snap = await asyncio.gather(self._capture(page), self.grounding(page))
+        self._frame_snapshot = (page, snap)
+        return grounding.draw_marks(shot, snap)
+
+    async def _capture(self, page: Page) -> np.ndarray:
         params: dict[str, Any] = {"format": self.options.screenshot_format, "optimizeForSpeed": True}
         if self.options.screenshot_format == "jpeg":
             params["quality"] = self.options.jpeg_quality
@@ -411,16 +480,95 @@ class WebEnvironment(Environment):
         raise AssertionError("unreachable")
 
     async def side_channels(self, wanted: frozenset[str]) -> dict[str, str]:
+        """``text``: URL, title, dialogs and the open tabs; ``a11y``: the grounded elements (see
+        :mod:`.grounding`); ``dom``: the page's pruned HTML (elements carry their a11y id as ``mg-id``).
+
+        Only what is asked for is computed; ``a11y`` and ``dom`` come from one snapshot, the one the
+        set-of-marks overlay of the same frame was drawn from when there is one.
+        """
         self._ensure_alive()
         page = self.page or self.main_page
         out: dict[str, str] = {}
         if "text" in wanted:
-            lines = [f"URL: {page.url}", f"Title: {await self._guard(page.title())}"]
-            lines += [f"Dialog ({d.kind}, {d.handled}): {d.message}" for d in self.dialogs]
-            out["text"] = "\n".join(lines)
-        if "a11y" in wanted:
-            out["a11y"] = await self._guard(page.locator("body").aria_snapshot(timeout=5000))
+            out["text"] = await self._text_channel(page)
+        if "a11y" in wanted or "dom" in wanted:
+            snap = None
+            taken, self._frame_snapshot = self._frame_snapshot, None
+            if taken is not None and taken[0] is page and ("dom" not in wanted or taken[1].html is not None):
+                snap = taken[1]
+            if snap is None:
+                snap = await self.grounding(page, html="dom" in wanted)
+            if "a11y" in wanted:
+                out["a11y"] = grounding.render(snap)
+            if "dom" in wanted:
+                out["dom"] = snap.html or ""
         return out
+
+    async def _text_channel(self, page: Page) -> str:
+        pages = list(self._pages)
+        titles = await asyncio.gather(*(self._guard(p.title()) for p in pages))
+        title = titles[pages.index(page)] if page in pages else await self._guard(page.title())
+        lines = [f"URL: {page.url}", f"Title: {title}"]
+        lines += [f"Dialog ({d.kind}, {d.handled}): {d.message}" for d in self.dialogs]
+        shown = pages.index(page) if page in pages else -1
+        lines.append(f"Tabs ({len(pages)} open, tab {shown} shown; tab 0 holds the task):")
+        for i, (p, t) in enumerate(zip(pages, titles)):
+            lines.append(f"{'*' if i == shown else ' '} [{i}] {json.dumps(t, ensure_ascii=False)} {p.url}")
+        return "\n".join(lines)
+
+    async def grounding(self, page: Page | None = None, html: bool = False) -> grounding.Snapshot:
+        """A grounding snapshot of ``page`` (default: the shown one): one ``Runtime.evaluate`` in an isolated
+        world, boxes in this session's screenshot pixels. Element ids stay stable while the document lives
+        and restart at each reset."""
+        self._ensure_alive()
+        page = page or self.page or self.main_page
+        width, height = self.screen_size
+        opts = {"reset": self._reset_ids, "limit": self.options.a11y_max_elements, "width": width, "height": height,
+                "elements": True, "html": html, "html_limit": self.options.dom_max_chars}
+        expression = f"({grounding.WALKER_JS})({json.dumps(opts)})"
+        started = time.perf_counter()
+        last_error = ""
+        for _attempt in range(3):  # a navigation destroys the world: make a new one and try again
+            try:
+                context_id = await self._world(page)
+                reply = await asyncio.wait_for((await self._cdp_for(page)).send(
+                    "Runtime.evaluate", {"expression": expression, "contextId": context_id, "returnByValue": True}), 10.0)
+            except PlaywrightError as err:
+                crash = self._crash_from(err)
+                if crash is not None:
+                    raise crash from None
+                last_error = str(err).splitlines()[0]
+                self._worlds[page] = (self._worlds.get(page, ("", None))[0], None)
+                continue
+            except TimeoutError:
+                last_error = "the page did not answer within 10 s"
+                break
+            if "exceptionDetails" in reply:
+                details = reply["exceptionDetails"]
+                last_error = (details.get("exception") or {}).get("description") or details.get("text", "error")
+                if "Cannot find context" in last_error or "destroyed" in last_error:
+                    self._worlds[page] = (self._worlds.get(page, ("", None))[0], None)
+                    continue
+                break
+            self._reset_ids = False
+            self.last_grounding_s = time.perf_counter() - started
+            return grounding.snapshot_from_raw(reply["result"]["value"])
+        log.warning("grounding snapshot failed on %s: %s", page.url, last_error)
+        self.last_grounding_s = time.perf_counter() - started
+        return grounding.Snapshot((), 0, None, error=last_error.splitlines()[0][:200] if last_error else "unknown")
+
+    async def _world(self, page: Page) -> int:
+        """The execution context of the grounding's isolated world in ``page``'s current document."""
+        frame_id, context_id = self._worlds.get(page, ("", None))
+        if context_id is not None:
+            return context_id
+        cdp = await self._cdp_for(page)
+        if not frame_id:
+            frame_id = (await cdp.send("Page.getFrameTree"))["frameTree"]["frame"]["id"]
+        reply = await cdp.send("Page.createIsolatedWorld",
+                               {"frameId": frame_id, "worldName": "mintgym-grounding", "grantUniveralAccess": True})
+        self._worlds[page] = (frame_id, reply["executionContextId"])
+        return reply["executionContextId"]
 
     # ---- task hooks ----------------------------------------------------------------------------------
     async def evaluate_js(self, script: str, arg: Any = None) -> Any:

@@ -33,5 +33,12 @@ class WebOptions(BaseModel):
     allow_loopback: bool = False
     #: Texts longer than this are entered with one insertText (like a paste) instead of key by key.
     max_keystroke_chars: int = Field(500, ge=1, le=100_000)
+    #: Draw a numbered mark on every interactive element of the screenshot (set-of-marks); the numbers are the
+    #: element ids of the ``a11y`` side channel, which is the legend.
+    set_of_marks: bool = False
+    #: Most elements the ``a11y`` side channel lists (the rest are counted on a last line).
+    a11y_max_elements: int = Field(1000, ge=1, le=20_000)
+    #: Most characters of the ``dom`` side channel's pruned HTML.
+    dom_max_chars: int = Field(100_000, ge=1_000, le=2_000_000)
     #: Override MiniWoB's per-task episode time limit, in ms (None keeps each task's own limit).
     miniwob_time_limit_ms: int | None = Field(None, gt=0, le=3_600_000)

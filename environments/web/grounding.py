@@ -1,0 +1,472 @@
+"""Grounded page structure for web sessions: elements with ids, roles, names, states and boxes in screenshot pixels.
+
+One snapshot is one ``Runtime.evaluate`` over the session's CDP connection (one round trip), run in an
+isolated JavaScript world of the page: the page's own scripts cannot see the element ids or tamper with the
+walker, and nothing is written into the DOM the task reads (MiniWoB's scorer included).
+
+What a snapshot keeps, in document order (open shadow roots and same-origin iframes included):
+
+* **interactive** elements: links, buttons, form fields, ARIA widget roles, ``contenteditable``,
+  ``tabindex >= 0``, an ``onclick`` attribute, or a ``cursor: pointer`` that does not come from a parent;
+* **named** elements: images with ``alt``, headings, anything with ``aria-label`` or ``title``;
+* **text**: elements whose own text nodes say something (role ``text``, or ``heading``/``cell``/...), unless
+  that text is already the name of an interactive ancestor.
+
+Elements that are not rendered (``display: none``, ``visibility: hidden``, zero size) are left out.
+
+Boxes are in the pixels of the screenshot the agent sees: CSS pixels times ``devicePixelRatio`` times the
+pinch-zoom scale, measured from the visual viewport's corner. ``point`` is the centre of the part of the box
+inside the frame (where a click lands on the element); ``offscreen`` elements (no part inside the frame)
+keep their box and have no point. ``covered`` means another element is on top at that point.
+
+The text form (the ``a11y`` side channel), one line per element, indented two spaces per kept ancestor::
+
+    [12] button "Submit" (80,105) [50,95][110,115] focused
+    [13] textbox "Name" value="Ada" (80,140) [20,130][140,150]
+    [14] checkbox "Remember me" (12,170) [5,163][19,177] unchecked disabled
+
+``parse`` reads it back (an exact inverse of :func:`render`), and :func:`click_point` turns an id (a
+set-of-marks number) into the pixel to click. This module imports no Playwright.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Roles a set-of-marks overlay draws a mark for (plus any element flagged ``clickable``).
+INTERACTIVE_ROLES = frozenset({
+    "button", "link", "checkbox", "radio", "switch", "textbox", "searchbox", "combobox", "listbox", "option",
+    "slider", "spinbutton", "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "treeitem", "gridcell",
+    "date", "time", "datetime-local", "month", "week", "color", "file",
+})
+#: Every flag word a line may carry, in the order they are written.
+FLAGS = ("focused", "checked", "unchecked", "mixed", "selected", "expanded", "collapsed", "disabled", "readonly",
+         "required", "clickable", "offscreen", "covered")
+NAME_CHARS = 100
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element of a snapshot; ``box`` and ``point`` are in screenshot pixels."""
+
+    id: int
+    role: str
+    name: str = ""
+    value: str | None = None
+    #: (x1, y1, x2, y2), x2/y2 exclusive.
+    box: tuple[int, int, int, int] = (0, 0, 0, 0)
+    #: Where a click lands on the visible part of the box (None when no part of it is on screen).
+    point: tuple[int, int] | None = None
+    flags: frozenset[str] = field(default_factory=frozenset)
+    #: Kept ancestors above this element (indentation of the text form).
+    depth: int = 0
+    level: int | None = None
+
+    @property
+    def visible(self) -> bool:
+        return "offscreen" not in self.flags
+
+    @property
+    def interactive(self) -> bool:
+        return self.role in INTERACTIVE_ROLES or "clickable" in self.flags
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "role": self.role, "name": self.name, "value": self.value, "box": list(self.box),
+                "point": list(self.point) if self.point else None, "flags": sorted(self.flags),
+                "depth": self.depth, "level": self.level}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The elements of one frame and, when asked for, the pruned HTML of the page."""
+
+    elements: tuple[Element, ...]
+    #: Kept elements beyond the limit (not listed).
+    omitted: int = 0
+    html: str | None = None
+    #: Why the page gave no snapshot (it was navigating, or did not answer); the listing is then empty.
+    error: str | None = None
+
+    def by_id(self, element_id: int) -> Element:
+        for element in self.elements:
+            if element.id == element_id:
+                return element
+        raise KeyError(f"no element [{element_id}] in this snapshot")
+
+    def marks(self) -> list[Element]:
+        """The elements a set-of-marks overlay numbers: interactive ones with a point on screen."""
+        return [e for e in self.elements if e.interactive and e.point is not None]
+
+
+# ---- the text form ------------------------------------------------------------------------------------------
+
+def _quote(text: str) -> str:
+    out = json.dumps(text, ensure_ascii=False)
+    for ch in ("\u2028", "\u2029", "\x85"):  # line breaks for str.splitlines(): keep one element per line
+        out = out.replace(ch, f"\\u{ord(ch):04x}")
+    return out
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "\u2026"
+
+
+def render_element(e: Element) -> str:
+    parts = [f"{'  ' * e.depth}[{e.id}]", e.role if e.level is None else f"{e.role} level={e.level}"]
+    if e.name:
+        parts.append(_quote(e.name))
+    if e.value is not None:
+        parts.append(f"value={_quote(e.value)}")
+    if e.point is not None:
+        parts.append(f"({e.point[0]},{e.point[1]})")
+    x1, y1, x2, y2 = e.box
+    parts.append(f"[{x1},{y1}][{x2},{y2}]")
+    parts.extend(f for f in FLAGS if f in e.flags)
+    return " ".join(parts)
+
+
+def render(snapshot: Snapshot) -> str:
+    """The compact text of a snapshot (the ``a11y`` side channel)."""
+    lines = [render_element(e) for e in snapshot.elements]
+    if snapshot.error:
+        lines.append(f"... no elements: {snapshot.error}")
+    if snapshot.omitted:
+        lines.append(f"... {snapshot.omitted} more elements not listed")
+    return "\n".join(lines)
+
+
+_STRING = r'"(?:[^"\\]|\\.)*"'
+_LINE = re.compile(
+    rf"^(?P<indent>(?:  )*)\[(?P<id>\d+)\] (?P<role>[a-z][a-z-]*)(?: level=(?P<level>\d+))?"
+    rf"(?: (?P<name>{_STRING}))?(?: value=(?P<value>{_STRING}))?(?: \((?P<px>-?\d+),(?P<py>-?\d+)\))?"
+    r" \[(?P<x1>-?\d+),(?P<y1>-?\d+)\]\[(?P<x2>-?\d+),(?P<y2>-?\d+)\](?P<flags>(?: [a-z]+)*)$"
+)
+
+
+def parse(text: str) -> list[Element]:
+    """The elements of an ``a11y`` text, as :func:`render` wrote them; a line it cannot read is a ValueError."""
+    elements = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip() or line.startswith("... "):
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            raise ValueError(f"a11y line {number} is not an element line: {line[:80]!r}")
+        flags = frozenset(m["flags"].split())
+        unknown = flags - set(FLAGS)
+        if unknown:
+            raise ValueError(f"a11y line {number} has unknown flags {sorted(unknown)}")
+        point = (int(m["px"]), int(m["py"])) if m["px"] is not None else None
+        elements.append(Element(
+            id=int(m["id"]), role=m["role"], name=json.loads(m["name"]) if m["name"] else "",
+            value=json.loads(m["value"]) if m["value"] else None,
+            box=(int(m["x1"]), int(m["y1"]), int(m["x2"]), int(m["y2"])), point=point, flags=flags,
+            depth=len(m["indent"]) // 2, level=int(m["level"]) if m["level"] else None))
+    return elements
+
+
+def click_point(a11y: str | Snapshot | Iterable[Element], element_id: int) -> tuple[int, int]:
+    """The screenshot pixel to ``click`` for element (or set-of-marks number) ``element_id``.
+
+    Accepts the ``a11y`` text of an observation, a :class:`Snapshot` or parsed elements. The point is the
+    centre of the part of the element's box that is on screen. Raises KeyError for an unknown id and
+    ValueError for an element that is entirely off screen (scroll first).
+    """
+    if isinstance(a11y, str):
+        elements: Iterable[Element] = parse(a11y)
+    elif isinstance(a11y, Snapshot):
+        elements = a11y.elements
+    else:
+        elements = a11y
+    for element in elements:
+        if element.id == element_id:
+            if element.point is None:
+                raise ValueError(f"element [{element_id}] is off screen (box {list(element.box)}); scroll to it first")
+            return element.point
+    raise KeyError(f"no element [{element_id}] in the a11y listing")
+
+
+# ---- set-of-marks ---------------------------------------------------------------------------------------------
+
+_COLORS = ((230, 25, 75), (0, 130, 200), (60, 180, 75), (145, 30, 180), (245, 130, 48), (0, 128, 128),
+           (170, 110, 40), (128, 0, 0))
+
+
+def draw_marks(shot: np.ndarray, snapshot: Snapshot) -> np.ndarray:
+    """``shot`` with a numbered box drawn around every mark of ``snapshot`` (a new array).
+
+    The number is the element's id in the ``a11y`` listing; it sits at the box's top-left corner (inside
+    the frame), in a small filled label.
+    """
+    from PIL import Image, ImageDraw, ImageFont
+
+    height, width = shot.shape[:2]
+    image = Image.fromarray(shot)
+    draw = ImageDraw.Draw(image)
+    font = _font(9 if min(width, height) < 400 else 11)
+    for element in snapshot.marks():
+        color = _COLORS[element.id % len(_COLORS)]
+        x1, y1, x2, y2 = element.box
+        x1, y1 = max(0, x1), max(0, y1)
+        x2, y2 = min(width, x2) - 1, min(height, y2) - 1
+        if x2 < x1 or y2 < y1:
+            continue
+        draw.rectangle((x1, y1, x2, y2), outline=color, width=1)
+        label = str(element.id)
+        left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
+        lw, lh = right - left + 2, bottom - top + 2
+        lx, ly = min(x1, width - lw), max(0, min(y1, height - lh))
+        draw.rectangle((lx, ly, lx + lw - 1, ly + lh - 1), fill=color)
+        draw.text((lx + 1 - left, ly + 1 - top), label, fill=(255, 255, 255), font=font)
+    return np.asarray(image, dtype=np.uint8)
+
+
+_FONTS: dict[int, object] = {}
+
+
+def _font(size: int):
+    from PIL import ImageFont
+
+    if size not in _FONTS:
+        _FONTS[size] = ImageFont.load_default(size=size)
+    return _FONTS[size]
+
+
+# ---- the snapshot itself ---------------------------------------------------------------------------------
+
+def snapshot_from_raw(raw: dict) -> Snapshot:
+    """The :class:`Snapshot` of what :data:`WALKER_JS` returned."""
+    elements = []
+    for item in raw["elements"]:
+        eid, depth, role, name, value, x1, y1, x2, y2, px, py, flags, level = item
+        elements.append(Element(id=eid, role=role, name=_short(" ".join(name.split())),
+                                value=None if value is None else _short(value), box=(x1, y1, x2, y2),
+                                point=None if px is None else (px, py), flags=frozenset(flags), depth=depth,
+                                level=level))
+    return Snapshot(tuple(elements), int(raw.get("omitted", 0)), raw.get("html"))
+
+
+#: The walker, as a function expression called with one options object:
+#: ``{reset, limit, width, height, elements, html, html_limit}``. It keeps its id map on the isolated world's
+#: global object, so ids stay stable while the document lives (and restart when ``reset`` is set).
+WALKER_JS = r"""
+(opts) => {
+  const S = globalThis.__mgGround && !opts.reset ? globalThis.__mgGround : (globalThis.__mgGround = {ids: new WeakMap(), next: 1});
+  const vv = window.visualViewport;
+  const scale = (window.devicePixelRatio || 1) * (vv ? vv.scale : 1);
+  const ox = vv ? vv.offsetLeft : 0, oy = vv ? vv.offsetTop : 0;
+  const W = opts.width, H = opts.height;
+  const out = [];
+  let omitted = 0;
+  const idOf = (el) => { let id = S.ids.get(el); if (id === undefined) { id = S.next++; S.ids.set(el, id); } return id; };
+  const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
+  const TEXTBOX = new Set(['', 'text', 'email', 'tel', 'url', 'password', 'search', 'number']);
+  const WIDGETS = new Set(['button', 'link', 'checkbox', 'radio', 'switch', 'textbox', 'searchbox', 'combobox',
+    'listbox', 'option', 'slider', 'spinbutton', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'treeitem', 'gridcell']);
+  const TEXT_ROLES = {H1: 'heading', H2: 'heading', H3: 'heading', H4: 'heading', H5: 'heading', H6: 'heading',
+    TD: 'cell', TH: 'columnheader', LI: 'listitem', LABEL: 'label', P: 'paragraph', LEGEND: 'legend', CAPTION: 'caption',
+    DT: 'term', DD: 'definition', PRE: 'text', CODE: 'code'};
+  const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK', 'TITLE']);
+  function role(el) {
+    const explicit = (el.getAttribute('role') || '').trim().split(/\s+/)[0];
+    if (explicit && explicit !== 'presentation' && explicit !== 'none' && explicit !== 'generic') return explicit;
+    const tag = el.tagName;
+    if (tag === 'A') return el.hasAttribute('href') ? 'link' : null;
+    if (tag === 'BUTTON' || tag === 'SUMMARY') return 'button';
+    if (tag === 'INPUT') {
+      const t = (el.getAttribute('type') || '').toLowerCase();
+      if (t === 'hidden') return null;
+      if (['button', 'submit', 'reset', 'image'].includes(t)) return 'button';
+      if (t === 'checkbox' || t === 'radio') return t;
+      if (t === 'range') return 'slider';
+      if (t === 'number') return 'spinbutton';
+      if (t === 'search') return 'searchbox';
+      if (TEXTBOX.has(t)) return 'textbox';
+      return t;
+    }
+    if (tag === 'SELECT') return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+    if (tag === 'TEXTAREA') return 'textbox';
+    if (tag === 'OPTION') return 'option';
+    if (tag === 'IMG') return 'img';
+    if (el.isContentEditable && (!el.parentElement || !el.parentElement.isContentEditable)) return 'textbox';
+    return TEXT_ROLES[tag] || null;
+  }
+  function labelsText(el) {
+    if (el.labels && el.labels.length) return [...el.labels].map((l) => l.innerText).join(' ');
+    return '';
+  }
+  function nameOf(el, r, fromContent) {
+    const by = el.getAttribute('aria-labelledby');
+    if (by) {
+      const root = el.getRootNode();
+      const t = by.split(/\s+/).map((id) => { const n = root.getElementById ? root.getElementById(id) : null; return n ? n.innerText || n.textContent : ''; }).join(' ');
+      if (norm(t)) return t;
+    }
+    const aria = el.getAttribute('aria-label');
+    if (aria && norm(aria)) return aria;
+    const tag = el.tagName;
+    if (tag === 'INPUT' || tag === 'SELECT' || tag === 'TEXTAREA') {
+      const t = (el.getAttribute('type') || '').toLowerCase();
+      if (tag === 'INPUT' && ['button', 'submit', 'reset'].includes(t)) return el.value || t;
+      if (tag === 'INPUT' && t === 'image') return el.alt || el.title || '';
+      return labelsText(el) || el.getAttribute('placeholder') || el.title || '';
+    }
+    if (tag === 'IMG') return el.alt || el.title || '';
+    if (fromContent || WIDGETS.has(r) || r === 'heading' || tag === 'A' || tag === 'BUTTON') return el.innerText || el.title || '';
+    return el.title || '';
+  }
+  function valueOf(el, r) {
+    const tag = el.tagName;
+    if (tag === 'SELECT') return [...el.selectedOptions].map((o) => o.text).join(', ');
+    if (tag === 'TEXTAREA') return el.value;
+    if (tag === 'INPUT') {
+      const t = (el.getAttribute('type') || '').toLowerCase();
+      if (['button', 'submit', 'reset', 'image', 'checkbox', 'radio', 'file'].includes(t)) return null;
+      return t === 'password' ? '\u2022'.repeat(el.value.length) : el.value;
+    }
+    if (r === 'textbox' && el.isContentEditable) return el.innerText;
+    const now = el.getAttribute('aria-valuenow');
+    return now === null ? null : (el.getAttribute('aria-valuetext') || now);
+  }
+  function ownText(el) {
+    let t = '';
+    for (const c of el.childNodes) if (c.nodeType === 3) t += c.data;
+    return norm(t);
+  }
+  function states(el, r, focused) {
+    const f = [];
+    if (el === focused) f.push('focused');
+    const ac = el.getAttribute('aria-checked');
+    if (el.tagName === 'INPUT' && (el.type === 'checkbox' || el.type === 'radio')) f.push(el.indeterminate ? 'mixed' : el.checked ? 'checked' : 'unchecked');
+    else if (ac === 'true') f.push('checked'); else if (ac === 'false') f.push('unchecked'); else if (ac === 'mixed') f.push('mixed');
+    if ((el.tagName === 'OPTION' && el.selected) || el.getAttribute('aria-selected') === 'true') f.push('selected');
+    const ax = el.getAttribute('aria-expanded');
+    if (ax === 'true') f.push('expanded'); else if (ax === 'false') f.push('collapsed');
+    else if (el.tagName === 'SUMMARY' && el.parentElement && el.parentElement.tagName === 'DETAILS') f.push(el.parentElement.open ? 'expanded' : 'collapsed');
+    if ((el.matches && el.matches(':disabled')) || el.getAttribute('aria-disabled') === 'true') f.push('disabled');
+    if (el.readOnly === true || el.getAttribute('aria-readonly') === 'true') f.push('readonly');
+    if (el.required === true || el.getAttribute('aria-required') === 'true') f.push('required');
+    return f;
+  }
+  function deepFocus(doc) {
+    let a = doc.activeElement;
+    while (a) {
+      if (a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+      else if ((a.tagName === 'IFRAME' || a.tagName === 'FRAME') && a.contentDocument && a.contentDocument.activeElement) a = a.contentDocument.activeElement;
+      else break;
+    }
+    return a;
+  }
+  const focused = deepFocus(document);
+  function covered(el, root, cx, cy) {
+    const hit = root.elementFromPoint ? root.elementFromPoint(cx, cy) : null;
+    if (!hit || hit === el || el.contains(hit) || hit.contains(el)) return false;
+    return !(el.labels && [...el.labels].some((l) => l === hit || l.contains(hit)));
+  }
+  function visit(el, dx, dy, depth, inWidget, parentPointer) {
+    if (SKIP.has(el.tagName)) return;
+    const style = getComputedStyle(el);
+    if (style.display === 'none') return;
+    const pointer = style.cursor === 'pointer';
+    let keep = false, r = null, wrapsText = false;
+    const rendered = style.visibility !== 'hidden' && style.visibility !== 'collapse' && el.getClientRects().length > 0;
+    if (rendered) {
+      r = role(el);
+      const tabbable = el.tabIndex >= 0 && el.hasAttribute('tabindex');
+      const clickable = (pointer && !parentPointer) || el.hasAttribute('onclick') || tabbable;
+      const widget = WIDGETS.has(r) || ['date', 'time', 'datetime-local', 'month', 'week', 'color', 'file'].includes(r);
+      const named = el.hasAttribute('aria-label') || el.hasAttribute('title') || (el.tagName === 'IMG' && el.alt) || r === 'heading';
+      const text = !inWidget && ownText(el);
+      // a small clickable element (a span or div with a handler) is named by its whole text, like a button
+      wrapsText = clickable && !widget && (el.innerText || '').length <= 80;
+      keep = widget || clickable || named || !!text || (el === focused && el !== document.body);
+      if (keep) {
+        const rect = el.getBoundingClientRect();
+        if (rect.width <= 0 || rect.height <= 0) keep = false;
+        else if (out.length >= opts.limit) { omitted++; keep = false; }
+        else {
+          const x1 = Math.round((rect.left + dx - ox) * scale), y1 = Math.round((rect.top + dy - oy) * scale);
+          const x2 = Math.round((rect.right + dx - ox) * scale), y2 = Math.round((rect.bottom + dy - oy) * scale);
+          const vx1 = Math.max(0, x1), vy1 = Math.max(0, y1), vx2 = Math.min(W, x2), vy2 = Math.min(H, y2);
+          const f = states(el, r, focused);
+          if (clickable && !widget) f.push('clickable');
+          let px = null, py = null;
+          if (vx2 > vx1 && vy2 > vy1) {
+            px = Math.floor((vx1 + vx2 - 1) / 2); py = Math.floor((vy1 + vy2 - 1) / 2);
+            if ((widget || clickable) && covered(el, el.getRootNode(), (px + 0.5) / scale + ox - dx, (py + 0.5) / scale + oy - dy)) f.push('covered');
+          } else f.push('offscreen');
+          const name = nameOf(el, r, wrapsText) || text || '';
+          const level = r === 'heading' ? (parseInt(el.getAttribute('aria-level') || el.tagName.slice(1), 10) || null) : null;
+          const value = widget ? valueOf(el, r) : null;
+          out.push([idOf(el), depth, r || 'text', name, value === null || value === undefined ? null : String(value),
+                    x1, y1, x2, y2, px, py, f, level]);
+        }
+      }
+    }
+    const childWidget = inWidget || (keep && (WIDGETS.has(r) || r === 'heading' || wrapsText));
+    const nextDepth = keep ? depth + 1 : depth;
+    if ((el.tagName === 'IFRAME' || el.tagName === 'FRAME') && rendered) {
+      let doc = null;
+      try { doc = el.contentDocument; } catch (e) { doc = null; }
+      if (doc && doc.body) {
+        const rect = el.getBoundingClientRect();
+        const fx = rect.left + el.clientLeft + parseFloat(style.paddingLeft) + dx;
+        const fy = rect.top + el.clientTop + parseFloat(style.paddingTop) + dy;
+        visit(doc.body, fx, fy, nextDepth, childWidget, false);
+      }
+      return;
+    }
+    if (el.shadowRoot) for (const c of el.shadowRoot.children) visit(c, dx, dy, nextDepth, childWidget, pointer);
+    for (const c of el.children) visit(c, dx, dy, nextDepth, childWidget, pointer);
+  }
+  if (opts.elements && document.body) visit(document.body, 0, 0, 0, false, false);
+  const result = {elements: out, omitted};
+  if (opts.html) result.html = pruned(opts.html_limit);
+  return result;
+
+  function pruned(limit) {
+    const KEEP_ATTRS = new Set(['id', 'name', 'type', 'href', 'alt', 'title', 'placeholder', 'role', 'for', 'value',
+      'checked', 'disabled', 'selected', 'readonly', 'required', 'tabindex', 'contenteditable', 'src']);
+    const VOID = new Set(['INPUT', 'IMG', 'BR', 'HR', 'AREA', 'COL', 'EMBED', 'SOURCE', 'TRACK', 'WBR']);
+    const esc = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+    const attr = (s) => esc(s).replace(/"/g, '&quot;');
+    const parts = [];
+    let size = 0, cut = false;
+    function emit(s) { if (size + s.length > limit) { cut = true; return false; } parts.push(s); size += s.length; return true; }
+    function ser(el) {
+      if (cut || SKIP.has(el.tagName)) return;
+      const style = getComputedStyle(el);
+      if (style.display === 'none' || style.visibility === 'hidden') return;
+      const tag = el.tagName.toLowerCase();
+      let open = '<' + tag;
+      const id = S.ids.get(el);
+      if (id !== undefined) open += ` mg-id="${id}"`;
+      for (const a of el.attributes) {
+        if (KEEP_ATTRS.has(a.name) || a.name.startsWith('aria-')) {
+          let v = a.value;
+          if (a.name === 'src' && v.startsWith('data:')) v = 'data:...';
+          if (a.name === 'value' && el.type === 'password') v = '\u2022'.repeat(v.length);
+          open += ` ${a.name}="${attr(v.length > 200 ? v.slice(0, 200) + '...' : v)}"`;
+        }
+      }
+      if (tag === 'input' && el.value && !el.hasAttribute('value') && !['checkbox', 'radio'].includes(el.type)) open += ` value="${attr(el.type === 'password' ? '\u2022'.repeat(el.value.length) : el.value)}"`;
+      if (!emit(open + '>')) return;
+      if (VOID.has(el.tagName)) return;
+      if (tag === 'textarea') { emit(esc(el.value)); emit('</textarea>'); return; }
+      const kids = el.shadowRoot ? [...el.shadowRoot.childNodes, ...el.childNodes] : el.childNodes;
+      for (const c of kids) {
+        if (c.nodeType === 3) { const t = c.data.replace(/\s+/g, ' '); if (t.trim()) emit(esc(t)); }
+        else if (c.nodeType === 1) ser(c);
+      }
+      emit(`</${tag}>`);
+    }
+    if (document.body) ser(document.body);
+    return parts.join('') + (cut ? '<!-- truncated -->' : '');
+  }
+}
+"""
