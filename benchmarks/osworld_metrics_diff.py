@@ -1,7 +1,7 @@
 """MintGym's OSWorld metrics side by side with desktop-env's own functions: one table, per metric.
 
 Builds the differential cases (xlsx, docx, pptx, pdf, png, wav, xcu, vlcrc, json, csv, txt files made on
-the spot) in a temporary folder, runs every exposed metric through ``mintgym.evals.osworld.metrics`` here
+the spot) in a temporary folder, runs every exposed metric through ``mintgym.environments.desktop.osworld.metrics`` here
 and desktop-env's function in a fresh interpreter (plain ``import desktop_env.evaluators.metrics``), and
 prints the number of cases and disagreements per metric, then each disagreement. Exits 1 on any.
 Needs the osworld extra and desktop-env (README, "OSWorld scoring").
@@ -19,8 +19,8 @@ import time
 import warnings
 from pathlib import Path
 
-from mintgym.evals.osworld import metric_loader
-from mintgym.evals.osworld.metric_diff import run, table
+from mintgym.environments.desktop.osworld import metric_loader
+from mintgym.environments.desktop.osworld.metric_diff import run, table
 
 
 def main() -> int:

@@ -101,7 +101,7 @@ def suite_names() -> list[str]:
 
 def osworld_list_suites() -> dict[str, SuiteSpec]:
     """OSWorld's own task lists of the OSWorld root in use (``test_all.json`` -> suite ``osworld-test_all``)."""
-    from mintgym.evals.osworld.loader import OSWorldRootError, osworld_root, task_lists
+    from mintgym.environments.desktop.osworld.loader import OSWorldRootError, osworld_root, task_lists
 
     try:
         root = osworld_root()

@@ -1,1 +1,2 @@
-"""OSWorld's task JSON read natively and run on the desktop domain, offline."""
+"""OSWorld results in OSWorld's own shape (per-domain table, result folders); the task pack itself is
+:mod:`mintgym.environments.desktop.osworld`."""

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mintgym.evals.osworld.loader import examples_dir
+from mintgym.environments.desktop.osworld.loader import examples_dir
 from mintgym.evals.osworld.results import success_table
 
 GIMP = "osworld/gimp/7b7617bd-57cc-468e-9c91-40c4ec2bcb3d"

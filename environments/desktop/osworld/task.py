@@ -10,11 +10,11 @@ from typing import ClassVar
 from mintgym.action_spaces import ActionModel
 from mintgym.env.core import Environment, Task
 from mintgym.environments.desktop.env import DesktopEnvironment
-from mintgym.evals.osworld.availability import why_unavailable
-from mintgym.evals.osworld.getters import GETTERS
-from mintgym.evals.osworld.loader import OSWorldSpec
-from mintgym.evals.osworld.scoring import Evaluation, evaluate, is_fail
-from mintgym.evals.osworld.steps import localize, run_steps
+from mintgym.environments.desktop.osworld.availability import why_unavailable
+from mintgym.environments.desktop.osworld.getters import GETTERS
+from mintgym.environments.desktop.osworld.loader import OSWorldSpec
+from mintgym.environments.desktop.osworld.scoring import Evaluation, evaluate, is_fail
+from mintgym.environments.desktop.osworld.steps import localize, run_steps
 
 
 def task_id(spec: OSWorldSpec) -> str:
@@ -67,12 +67,12 @@ class OSWorldTask(Task):
                               postconfig=postconfig if ev.postconfig else None)
 
     def has_oracle(self) -> bool:
-        from mintgym.evals.osworld.oracles import ORACLES
+        from mintgym.environments.desktop.osworld.oracles import ORACLES
 
         return self.spec.id in ORACLES or self.spec.evaluator.infeasible
 
     def oracle(self, env: Environment) -> AsyncIterator[ActionModel]:
-        from mintgym.evals.osworld.oracles import ORACLES, report_infeasible
+        from mintgym.environments.desktop.osworld.oracles import ORACLES, report_infeasible
 
         if self.spec.evaluator.infeasible:
             return report_infeasible(self._env(env))

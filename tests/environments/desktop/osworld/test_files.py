@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mintgym.evals.osworld import files
-from mintgym.evals.osworld.availability import why_unavailable
-from mintgym.evals.osworld.loader import parse_task
-from mintgym.evals.osworld.steps import ConfigStepFailed, run_steps
+from mintgym.environments.desktop.osworld import files
+from mintgym.environments.desktop.osworld.availability import why_unavailable
+from mintgym.environments.desktop.osworld.loader import parse_task
+from mintgym.environments.desktop.osworld.steps import ConfigStepFailed, run_steps
 
 REMOTE = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/calc/sheet.xlsx"
 

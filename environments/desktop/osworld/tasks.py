@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mintgym.evals.osworld.loader import load_examples
-from mintgym.evals.osworld.task import OSWorldTask
+from mintgym.environments.desktop.osworld.loader import load_examples
+from mintgym.environments.desktop.osworld.task import OSWorldTask
 
 
 def tasks() -> list[OSWorldTask]:

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import time
 
-from mintgym.evals.osworld.oracles import _wait_gone
+from mintgym.environments.desktop.osworld.oracles import _wait_gone
 
 
 def _named_copy_of_sleep(tmp_path):

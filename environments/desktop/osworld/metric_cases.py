@@ -13,8 +13,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from mintgym.evals.osworld.metric_cases_extra import EXTRA_GROUPS
-from mintgym.evals.osworld.metric_inputs import Case, Files
+from mintgym.environments.desktop.osworld.metric_cases_extra import EXTRA_GROUPS
+from mintgym.environments.desktop.osworld.metric_inputs import Case, Files
 
 
 def _general(f: Files) -> list[Case]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mintgym.evals.osworld.loader import (ROOT_VARIABLE, OSWorldRootError, check_root, examples_dir,
+from mintgym.environments.desktop.osworld.loader import (ROOT_VARIABLE, OSWorldRootError, check_root, examples_dir,
                                           load_examples, task_lists)
 
 pytestmark = pytest.mark.skipif(examples_dir() is None, reason="the shared OSWorld data is not present")

@@ -12,11 +12,11 @@ Each exposed metric takes one of two routes (:data:`ROUTES`, also tabled in READ
 * ``own``: written here, because desktop-env 1.0.2 lacks it or its code is unsafe to run on session
   state; each is proven equal to OSWorld's on the differential cases of :mod:`.metric_cases`.
 
-A metric is exposed only once it has differential cases (tests/evals/osworld/test_metrics_differential.py
+A metric is exposed only once it has differential cases (tests/environments/desktop/osworld/test_metrics_differential.py
 checks that every exposed name has at least five).
 
 Example:
-    >>> from mintgym.evals.osworld.metrics import metric
+    >>> from mintgym.environments.desktop.osworld.metrics import metric
     >>> metric("exact_match")("42", {"expected": "42"})  # doctest: +SKIP
     1.0
 """
@@ -28,7 +28,7 @@ import difflib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from mintgym.evals.osworld import metric_loader
+from mintgym.environments.desktop.osworld import metric_loader
 
 Metric = Callable[..., Any]
 

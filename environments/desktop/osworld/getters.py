@@ -14,7 +14,7 @@ import json
 from typing import Any, Awaitable, Callable
 
 from mintgym.environments.desktop.env import DesktopEnvironment
-from mintgym.evals.osworld import files
+from mintgym.environments.desktop.osworld import files
 
 CHROME_PREFS = ".config/google-chrome/Default/Preferences"
 
@@ -85,7 +85,7 @@ async def cache_file(env: DesktopEnvironment, config: dict) -> str | list[str | 
     """Reference files of the evaluator: local paths or ``file://`` URLs as they are, remote ones through
     the file cache (:mod:`.files`: OSWorld's ``cache/<task>/<dest>`` layout, a mirror, or the network
     where allowed). None for one that cannot be had."""
-    from mintgym.evals.osworld.steps import is_local_url, local_source
+    from mintgym.environments.desktop.osworld.steps import is_local_url, local_source
 
     urls = config.get("path") or config.get("url")
     dests = config.get("dest")
@@ -116,7 +116,7 @@ GETTERS: dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]] = {
 }
 
 def _chrome_getters() -> dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]]:
-    from mintgym.evals.osworld.chrome import GETTERS as CHROME
+    from mintgym.environments.desktop.osworld.chrome import GETTERS as CHROME
 
     return CHROME
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from mintgym.evals.osworld.availability import why_unavailable
-from mintgym.evals.osworld.loader import OSWorldFormatError, examples_dir, load_file, parse_task
-from mintgym.evals.osworld.tasks import tasks
+from mintgym.environments.desktop.osworld.availability import why_unavailable
+from mintgym.environments.desktop.osworld.loader import OSWorldFormatError, examples_dir, load_file, parse_task
+from mintgym.environments.desktop.osworld.tasks import tasks
 
 needs_data = pytest.mark.skipif(examples_dir() is None, reason="the shared OSWorld data is not present")
 

@@ -17,7 +17,7 @@ Two things are set around it, never inside it:
   set to empty before tldextract is first imported).
 
 Example:
-    >>> from mintgym.evals.osworld.metric_loader import function_index
+    >>> from mintgym.environments.desktop.osworld.metric_loader import function_index
     >>> function_index().get("compare_table")  # doctest: +SKIP
     'table'
 """

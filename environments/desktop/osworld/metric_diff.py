@@ -8,7 +8,7 @@ Both sides see the same inputs (files made by :mod:`.metric_cases`); an outcome 
 float when it is a number) or the name of the exception raised.
 
 Usage:
-    >>> from mintgym.evals.osworld.metric_diff import run  # doctest: +SKIP
+    >>> from mintgym.environments.desktop.osworld.metric_diff import run  # doctest: +SKIP
     >>> rows = run(Path("/tmp/osworld-diff"))             # doctest: +SKIP
     >>> print(table(rows))                                # doctest: +SKIP
 """
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mintgym.evals.osworld.metric_cases import Case, build_cases
-from mintgym.evals.osworld.metrics import ROUTES, metric
+from mintgym.environments.desktop.osworld.metric_cases import Case, build_cases
+from mintgym.environments.desktop.osworld.metrics import ROUTES, metric
 
 #: Runs in a fresh interpreter (any Python with desktop-env, e.g. one with desktop-env's pinned libraries):
 #: argv = [calls.pkl, outcomes.pkl]. Needs nothing of MintGym; values come back as float/None/repr text.

@@ -120,7 +120,7 @@ def data_root() -> Path | None:
     """The shared data folder: $MINTGYM_DATA, else <repo>/../shared/data; None when neither exists."""
     env = os.environ.get("MINTGYM_DATA")
     candidates = [Path(env)] if env else []
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     candidates.append(repo.parent / "shared" / "data")
     for cand in candidates:
         if (cand / "osworld").is_dir():

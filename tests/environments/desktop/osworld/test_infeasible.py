@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from mintgym.evals.osworld.availability import why_unavailable
-from mintgym.evals.osworld.loader import parse_task
-from mintgym.evals.osworld.task import OSWorldTask
+from mintgym.environments.desktop.osworld.availability import why_unavailable
+from mintgym.environments.desktop.osworld.loader import parse_task
+from mintgym.environments.desktop.osworld.task import OSWorldTask
 from mintgym.testing import check_task
 
 pytestmark = [pytest.mark.desktop]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mintgym.evals.osworld.loader import parse_task
-from mintgym.evals.osworld.metric_loader import MissingDependency
-from mintgym.evals.osworld.metrics import UnknownMetric
-from mintgym.evals.osworld.scoring import as_score, evaluate, is_fail
+from mintgym.environments.desktop.osworld.loader import parse_task
+from mintgym.environments.desktop.osworld.metric_loader import MissingDependency
+from mintgym.environments.desktop.osworld.metrics import UnknownMetric
+from mintgym.environments.desktop.osworld.scoring import as_score, evaluate, is_fail
 
 
 def spec(**evaluator):
@@ -147,8 +147,8 @@ def test_what_counts_as_fail():
 
 @pytest.mark.parametrize("conj", ["and", "or"])
 async def test_real_metrics_through_the_registry(tmp_path, conj):
-    from mintgym.evals.osworld import metric_loader
-    from mintgym.evals.osworld.metrics import metric
+    from mintgym.environments.desktop.osworld import metric_loader
+    from mintgym.environments.desktop.osworld.metrics import metric
 
     if not metric_loader.available():
         pytest.skip("desktop-env is not installed")

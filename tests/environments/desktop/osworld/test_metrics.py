@@ -2,8 +2,8 @@
 
 import pytest
 
-from mintgym.evals.osworld import metric_loader
-from mintgym.evals.osworld.metrics import METRICS, OWN, ROUTES, UnknownMetric, metric, route_reason
+from mintgym.environments.desktop.osworld import metric_loader
+from mintgym.environments.desktop.osworld.metrics import METRICS, OWN, ROUTES, UnknownMetric, metric, route_reason
 
 
 def test_unknown_name_lists_near_names():

@@ -13,7 +13,7 @@ from typing import AsyncIterator, Callable
 from mintgym.action_spaces import ActionModel, Click, Done, Key, Wait
 from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.environments.desktop.scripting import terminal
-from mintgym.evals.osworld.getters import CHROME_PREFS, chrome_prefs
+from mintgym.environments.desktop.osworld.getters import CHROME_PREFS, chrome_prefs
 
 Oracle = Callable[[DesktopEnvironment], AsyncIterator[ActionModel]]
 

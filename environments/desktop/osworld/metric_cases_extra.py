@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mintgym.evals.osworld.metric_inputs import OOR, Case, Files
+from mintgym.environments.desktop.osworld.metric_inputs import OOR, Case, Files
 
 
 def _general_more(f: Files) -> list[Case]:

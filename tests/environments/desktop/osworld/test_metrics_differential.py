@@ -12,11 +12,11 @@ from collections import defaultdict
 
 import pytest
 
-from mintgym.evals.osworld import metric_loader
-from mintgym.evals.osworld.loader import load_examples
-from mintgym.evals.osworld.metric_cases import build_cases
-from mintgym.evals.osworld.metric_diff import run, table
-from mintgym.evals.osworld.metrics import ROUTES, metric
+from mintgym.environments.desktop.osworld import metric_loader
+from mintgym.environments.desktop.osworld.loader import load_examples
+from mintgym.environments.desktop.osworld.metric_cases import build_cases
+from mintgym.environments.desktop.osworld.metric_diff import run, table
+from mintgym.environments.desktop.osworld.metrics import ROUTES, metric
 
 pytestmark = pytest.mark.skipif(not metric_loader.available(),
                                 reason=f"desktop-env is not installed: {metric_loader.INSTALL_HINT}")
@@ -68,13 +68,13 @@ def test_desktop_env_routes_are_desktop_envs_own_functions():
             assert func.__module__ == f"{metric_loader.PACKAGE}.{metric_loader.function_index()[name]}"
             assert func.__code__.co_filename.startswith(str(folder))
         else:
-            assert func.__module__ == "mintgym.evals.osworld.metrics"
+            assert func.__module__ == "mintgym.environments.desktop.osworld.metrics"
 
 
 LOADER_PROBE = """
 import sys
-from mintgym.evals.osworld import metric_loader
-from mintgym.evals.osworld.metrics import metric
+from mintgym.environments.desktop.osworld import metric_loader
+from mintgym.environments.desktop.osworld.metrics import metric
 compare_table = metric("compare_table")
 package = sys.modules[metric_loader.PACKAGE]
 loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith(metric_loader.PACKAGE + "."))

@@ -32,8 +32,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mintgym.evals.osworld.loader import Evaluator
-from mintgym.evals.osworld.metrics import Metric, metric
+from mintgym.environments.desktop.osworld.loader import Evaluator
+from mintgym.environments.desktop.osworld.metrics import Metric, metric
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mintgym.environments.desktop.env import OSWORLD_HOME, DesktopEnvironment
-from mintgym.evals.osworld import files
-from mintgym.evals.osworld.loader import Step
+from mintgym.environments.desktop.osworld import files
+from mintgym.environments.desktop.osworld.loader import Step
 
 SUPPORTED_STEPS = ("launch", "open", "execute", "command", "sleep", "download", "activate_window", "close_window",
                    "chrome_open_tabs", "chrome_close_tabs")
@@ -176,7 +176,7 @@ async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path
     elif kind == "close_window":
         await env.close_window(params["window_name"])
     elif kind in ("chrome_open_tabs", "chrome_close_tabs"):
-        from mintgym.evals.osworld import chrome
+        from mintgym.environments.desktop.osworld import chrome
 
         try:
             if kind == "chrome_open_tabs":

@@ -9,10 +9,10 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from mintgym.evals.osworld import chrome
-from mintgym.evals.osworld.getters import GETTERS
-from mintgym.evals.osworld.loader import parse_task
-from mintgym.evals.osworld.steps import ConfigStepFailed, run_steps
+from mintgym.environments.desktop.osworld import chrome
+from mintgym.environments.desktop.osworld.getters import GETTERS
+from mintgym.environments.desktop.osworld.loader import parse_task
+from mintgym.environments.desktop.osworld.steps import ConfigStepFailed, run_steps
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module"),
               pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is needed")]

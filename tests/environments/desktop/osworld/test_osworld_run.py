@@ -5,11 +5,11 @@ import json
 import pytest
 
 from mintgym.env.episode import Episode
-from mintgym.evals.osworld.loader import examples_dir, parse_task
-from mintgym.evals.osworld.oracles import ORACLES
-from mintgym.evals.osworld.steps import ConfigStepFailed, run_steps
-from mintgym.evals.osworld.task import OSWorldTask
-from mintgym.evals.osworld.tasks import tasks
+from mintgym.environments.desktop.osworld.loader import examples_dir, parse_task
+from mintgym.environments.desktop.osworld.oracles import ORACLES
+from mintgym.environments.desktop.osworld.steps import ConfigStepFailed, run_steps
+from mintgym.environments.desktop.osworld.task import OSWorldTask
+from mintgym.environments.desktop.osworld.tasks import tasks
 from mintgym.testing import check_task
 
 pytestmark = [pytest.mark.desktop, pytest.mark.asyncio(loop_scope="module"),

@@ -8,11 +8,11 @@ import shutil
 import urllib.parse
 from pathlib import Path
 
-from mintgym.evals.osworld import files
-from mintgym.evals.osworld.getters import GETTERS
-from mintgym.evals.osworld.loader import OSWorldSpec, Step
-from mintgym.evals.osworld.metrics import METRICS, ROUTES
-from mintgym.evals.osworld.steps import (CONTROLLER_HELPERS, SUPPORTED_STEPS, is_local_url, preinstalled_apt,
+from mintgym.environments.desktop.osworld import files
+from mintgym.environments.desktop.osworld.getters import GETTERS
+from mintgym.environments.desktop.osworld.loader import OSWorldSpec, Step
+from mintgym.environments.desktop.osworld.metrics import METRICS, ROUTES
+from mintgym.environments.desktop.osworld.steps import (CONTROLLER_HELPERS, SUPPORTED_STEPS, is_local_url, preinstalled_apt,
                                          program_of)
 
 SESSION_HELPERS = {"python", "python3", "google-chrome", "mintgym-terminal"}
