@@ -75,7 +75,7 @@ def _use_osworld_root(path: Optional[Path]) -> None:
     """Point the osworld pack (here and in the env servers started from here) at ``path``; one-line error."""
     import os
 
-    from mintgym.evals.osworld.loader import ROOT_VARIABLE, OSWorldRootError, check_root, use_root
+    from mintgym.environments.desktop.osworld.loader import ROOT_VARIABLE, OSWorldRootError, check_root, use_root
 
     try:
         if path is not None:

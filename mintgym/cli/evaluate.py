@@ -76,8 +76,8 @@ def evaluate(
     from mintgym.cli.core import _use_osworld_root
 
     _use_osworld_root(osworld_root)
-    if allow_internet:  # OSWorld's download steps and reference files (see mintgym.evals.osworld.files)
-        from mintgym.evals.osworld.files import DOWNLOADS_VARIABLE
+    if allow_internet:  # OSWorld's download steps and reference files (see mintgym.environments.desktop.osworld.files)
+        from mintgym.environments.desktop.osworld.files import DOWNLOADS_VARIABLE
 
         os.environ[DOWNLOADS_VARIABLE] = "1"
     if (suite is None) == (tasks is None):
