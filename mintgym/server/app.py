@@ -115,6 +115,26 @@ class BodyLimit:
         return await self.app(scope, replay, send)
 
 
+LOOPBACK_HOST_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+class LoopbackHostOnly:
+    """ASGI middleware for servers without a token: answer only requests addressed to a loopback name, so a
+    web page elsewhere cannot reach the server through a name it rebinds to 127.0.0.1 (DNS rebinding)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").strip().lower()
+            name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+            if name not in LOOPBACK_HOST_NAMES:
+                return await _error(421, "misdirected_request", "this server has no token, so it answers only "
+                                    "requests addressed to 127.0.0.1, localhost or [::1]")(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
 def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeout: float = 60.0,
                max_sessions: int = 1024, max_body_bytes: int = 1 << 20, sweep_seconds: float = 5.0,
                option_caps: dict[str, Any] | list[str] | None = None, body_chunk_seconds: float = 30.0) -> FastAPI:
@@ -144,6 +164,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     app.state.manager = manager
     app.state.option_caps = caps
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes, chunk_seconds=body_chunk_seconds)
+    if token is None:
+        app.add_middleware(LoopbackHostOnly)
     expected = f"Bearer {token}".encode() if token is not None else b""
 
     def authorized(request: Request) -> bool:

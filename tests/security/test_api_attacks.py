@@ -41,6 +41,16 @@ def exposed():
     prov.stop(handle)
 
 
+@pytest.fixture(scope="module")
+def tokenless():
+    """A null server on loopback without a token (the default of ``mintgym.make``)."""
+    prov = LocalProvider()
+    handle = prov.start("null")
+    prov.wait_ready(handle, 60)
+    yield handle
+    prov.stop(handle)
+
+
 def _url(handle) -> str:
     return "http://127.0.0.1:" + handle.base_url.rsplit(":", 1)[1]
 
@@ -154,6 +164,17 @@ def _serve_on_fd(*args: str):
         proc.wait()
 
 
+@pytest.mark.parametrize("host_header", ["rebind.attacker.example", "rebind.attacker.example:{port}", "127.0.0.1.nip.io",
+                                         "127.1", "0.0.0.0:{port}", ""])
+def test_tokenless_server_refuses_rebound_names(tokenless, host_header):
+    url = _url(tokenless)
+    port = url.rsplit(":", 1)[1]
+    resp = httpx.post(f"{url}/v1/sessions", json={}, headers={"Host": host_header.format(port=port)}, timeout=10)
+    assert resp.status_code == 421, resp.status_code
+    for name in (f"127.0.0.1:{port}", f"localhost:{port}"):
+        assert httpx.get(f"{url}/v1/health", headers={"Host": name}, timeout=10).status_code == 200
+
+
 # ---- wrong tokens --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("header", ["", "Bearer", "Bearer wrong", f"bearer {SECRET}", f"Bearer {SECRET}x",
@@ -262,7 +283,7 @@ def test_stalled_bodies_are_cut_off():
     with _serve_on_fd("--body-timeout", "1") as (url, _):
         port = int(url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            s.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       b"Content-Length: 1000\r\n\r\n{\"side")
             started = time.monotonic()
             answer = s.recv(4096)
