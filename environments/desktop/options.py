@@ -19,8 +19,6 @@ class DesktopOptions(BaseModel):
     height: int = Field(720, ge=64, le=4320)
     #: Seconds an X call (input, screenshot) may take before the display counts as dead.
     x_timeout: float = Field(10.0, gt=0, le=120)
-    #: Give the session's own network namespace a way out (slirp4netns, never the host's loopback).
-    egress: bool = False
     #: Give the session a way out to the internet (slirp4netns), never to the host's loopback; for tasks
     #: that open live websites. Off: the session's network is its own loopback alone.
     egress: bool = False
