@@ -88,6 +88,9 @@ class WebEnvironment(Environment):
         #: The snapshot taken with the last screenshot (set-of-marks), handed to the side channels of that frame.
         self._frame_snapshot: tuple[Page, grounding.Snapshot] | None = None
         self._reset_ids = True
+        #: The grounded channels this session's observations asked for last (learnt from side_channels()):
+        #: screenshot() then takes their snapshot while the frame is captured instead of after it.
+        self._grounded_wanted: frozenset[str] = frozenset()
         #: Seconds the last grounding snapshot took (one round trip to the page).
         self.last_grounding_s = 0.0
         self.dialogs: list[DialogRecord] = []
@@ -434,11 +437,12 @@ class WebEnvironment(Environment):
         width, height = self.screen_size
         if page.viewport_size != {"width": width, "height": height}:  # a popup or tab opened at another size
             await self._guard(page.set_viewport_size({"width": width, "height": height}))
-        if not self.options.set_of_marks:
+        if not (self.options.set_of_marks or self._grounded_wanted):
             return await self._capture(page)
-        shot, snap = await asyncio.gather(self._capture(page), self.grounding(page))
+        shot, snap = await asyncio.gather(self._capture(page),
+                                          self.grounding(page, html="dom" in self._grounded_wanted))
         self._frame_snapshot = (page, snap)
-        return grounding.draw_marks(shot, snap)
+        return grounding.draw_marks(shot, snap) if self.options.set_of_marks else shot
 
     async def _capture(self, page: Page) -> np.ndarray:
         params: dict[str, Any] = {"format": self.options.screenshot_format, "optimizeForSpeed": True}
@@ -491,7 +495,8 @@ class WebEnvironment(Environment):
         out: dict[str, str] = {}
         if "text" in wanted:
             out["text"] = await self._text_channel(page)
-        if "a11y" in wanted or "dom" in wanted:
+        self._grounded_wanted = wanted & {"a11y", "dom"}
+        if self._grounded_wanted:
             snap = None
             taken, self._frame_snapshot = self._frame_snapshot, None
             if taken is not None and taken[0] is page and ("dom" not in wanted or taken[1].html is not None):
