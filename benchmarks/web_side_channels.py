@@ -21,12 +21,12 @@ import asyncio
 import statistics
 import time
 
-import mintgym
 from mintgym.action_spaces import Click
-from mintgym.client.sync import EnvClient
 from mintgym.environments.web import grounding
 from mintgym.environments.web.host import WebHost
 
+import mintgym
+from mintgym.client.sync import EnvClient
 from mintgym.env import registration
 from mintgym.env.episode import Episode
 

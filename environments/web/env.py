@@ -26,8 +26,8 @@ import base64
 import io
 import json
 import logging
-import time
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -186,7 +186,8 @@ class WebEnvironment(Environment):
     def describe(self) -> dict[str, Any]:
         return {"isolation": "one browser context per session in a shared Chromium",
                 "browser": self.host.browser_version, "viewport": list(self.screen_size),
-                "screenshot": self.options.screenshot_format}
+                "screenshot": self.options.screenshot_format, "side_channels": sorted(WEB_SIDE_CHANNELS),
+                "set_of_marks": self.options.set_of_marks}
 
     # ---- page events ---------------------------------------------------------------------------------
     def _on_page(self, page: Page) -> None:
@@ -537,7 +538,7 @@ class WebEnvironment(Environment):
             try:
                 context_id = await self._world(page)
                 reply = await asyncio.wait_for((await self._cdp_for(page)).send(
-                    "Runtime.evaluate", {"expression": expression, "contextId": context_id, "returnByValue": True}), 10.0)
+                    "Runtime.evaluate", {"expression": expression, "contextId": context_id, "returnByValue": True}), 5.0)
             except PlaywrightError as err:
                 crash = self._crash_from(err)
                 if crash is not None:
@@ -546,7 +547,7 @@ class WebEnvironment(Environment):
                 self._worlds[page] = (self._worlds.get(page, ("", None))[0], None)
                 continue
             except TimeoutError:
-                last_error = "the page did not answer within 10 s"
+                last_error = "the page did not answer within 5 s"
                 break
             if "exceptionDetails" in reply:
                 details = reply["exceptionDetails"]

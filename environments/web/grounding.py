@@ -75,11 +75,6 @@ class Element:
     def interactive(self) -> bool:
         return self.role in INTERACTIVE_ROLES or "clickable" in self.flags
 
-    def to_json(self) -> dict:
-        return {"id": self.id, "role": self.role, "name": self.name, "value": self.value, "box": list(self.box),
-                "point": list(self.point) if self.point else None, "flags": sorted(self.flags),
-                "depth": self.depth, "level": self.level}
-
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -91,12 +86,6 @@ class Snapshot:
     html: str | None = None
     #: Why the page gave no snapshot (it was navigating, or did not answer); the listing is then empty.
     error: str | None = None
-
-    def by_id(self, element_id: int) -> Element:
-        for element in self.elements:
-            if element.id == element_id:
-                return element
-        raise KeyError(f"no element [{element_id}] in this snapshot")
 
     def marks(self) -> list[Element]:
         """The elements a set-of-marks overlay numbers: interactive ones with a point on screen."""
@@ -203,7 +192,7 @@ def draw_marks(shot: np.ndarray, snapshot: Snapshot) -> np.ndarray:
     The number is the element's id in the ``a11y`` listing; it sits at the box's top-left corner (inside
     the frame), in a small filled label.
     """
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     height, width = shot.shape[:2]
     image = Image.fromarray(shot)

@@ -84,7 +84,7 @@ async def test_bad_tab_actions_are_invalid_steps(episode, host):
 
 
 async def test_solving_the_task_in_another_tab_does_not_score(episode):
-    obs, _ = await episode.reset(registration.task(CLICK_BUTTON), seed=1)
+    await episode.reset(registration.task(CLICK_BUTTON), seed=1)
     env = episode.env
     out = await episode.step(Tab(op="new", url=env.main_page.url))
     assert "error" not in out.info
