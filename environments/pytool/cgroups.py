@@ -210,8 +210,7 @@ def sweep_stale() -> int:
     if reason:
         return 0
     removed = 0
-    cores = {p.name: p for p in parents["core"].glob(f"{PREFIX}*-*")}
-    for name, core in cores.items():
+    for name in sorted(p.name for p in parents["core"].glob(f"{PREFIX}*-*")):
         pid_text = name[len(PREFIX):].split("-", 1)[0]
         if not pid_text.isdigit() or int(pid_text) == os.getpid() or _pid_alive(int(pid_text)):
             continue

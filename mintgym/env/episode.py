@@ -174,7 +174,7 @@ class Episode:
         info.update(error=reason, failure=reason, agent_fault=True)
         try:
             obs = await self.observe(reason)
-        except Exception:  # the environment may be too broken to show a frame: the episode still ends
+        except Exception:  # noqa: BLE001 -- the environment may be too broken to show a frame: the episode still ends
             height, width = self.env.screen_size[1], self.env.screen_size[0]
             obs = Observation(screenshot=np.zeros((height, width, 3), dtype=np.uint8), instruction=self.instruction,
                               domain=self.env.domain, step=self.step_count,

@@ -90,7 +90,7 @@ class BodyLimit:
         while True:
             try:
                 message = await asyncio.wait_for(receive(), self.chunk_seconds)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return await _error(408, "request_timeout",
                                     f"the request body stalled for {self.chunk_seconds:.0f}s")(scope, receive, send)
             if message["type"] != "http.request":  # the client went away
@@ -260,7 +260,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             session = await manager.create(frozenset(req.side_channels), env_options)
         except Busy as err:
             raise ApiError(503, "busy", str(err)) from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ApiError(504, "timeout", f"creating an environment took longer than {request_timeout:.0f}s") from None
         except (TypeError, ValueError) as err:
             raise ApiError(422, "bad_env_options", f"the environment refused these options: {err}") from None

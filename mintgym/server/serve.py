@@ -11,7 +11,6 @@ so a killed parent leaves no orphan servers. ``--max-option NAME=VALUE`` caps a 
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 import os

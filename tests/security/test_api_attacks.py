@@ -108,7 +108,7 @@ def test_token_flag_is_refused_and_never_on_the_command_line(guarded):
     proc = psutil.Process(int(guarded.ident))
     assert not any(SECRET in part for part in proc.cmdline())
     done = subprocess.run([sys.executable, "-m", "mintgym.server", "null", "--port", "0", "--token", "abc"],
-                          capture_output=True, text=True, timeout=60, env=_env_without_token())
+                          capture_output=True, text=True, timeout=60, check=False, env=_env_without_token())
     assert done.returncode != 0 and "--token" in done.stderr and "MINTGYM_TOKEN" in done.stderr
 
 
@@ -118,7 +118,7 @@ def test_passed_socket_off_loopback_needs_a_token():
     listener.listen(8)
     try:
         done = subprocess.run([sys.executable, "-m", "mintgym.server", "null", "--fd", str(listener.fileno())],
-                              pass_fds=[listener.fileno()], capture_output=True, text=True, timeout=60,
+                              pass_fds=[listener.fileno()], capture_output=True, text=True, timeout=60, check=False,
                               env=_env_without_token())
     finally:
         listener.close()
@@ -130,7 +130,7 @@ def test_token_file_must_be_private(tmp_path):
     path.write_text("file-token-123\n")
     os.chmod(path, 0o644)
     done = subprocess.run([sys.executable, "-m", "mintgym.server", "null", "--port", "0", "--token-file", str(path)],
-                          capture_output=True, text=True, timeout=60, env=_env_without_token())
+                          capture_output=True, text=True, timeout=60, check=False, env=_env_without_token())
     assert done.returncode != 0 and "chmod 600" in done.stderr, done.stderr[-500:]
     os.chmod(path, 0o600)
     with _serve_on_fd("--token-file", str(path)) as (url, pid):

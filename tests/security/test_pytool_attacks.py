@@ -68,7 +68,7 @@ def _make(server, **env_options):
 
 
 def _run(env, code: str):
-    obs, reward, terminated, truncated, info = env.step({"type": "python", "code": code})
+    obs, reward, _, _, info = env.step({"type": "python", "code": code})
     return obs["text"] or "", reward, info
 
 
@@ -120,7 +120,7 @@ def test_no_new_user_namespaces(attacker, server, bystander):
             "print('unshare', libc.unshare(0x10000000), ctypes.get_errno())\n"
             "r = subprocess.run(['unshare', '-U', '-r', 'id', '-u'], capture_output=True, text=True)\n"
             "print('cli', r.returncode, r.stdout.strip())")
-    text, reward, _ = _run(attacker, code)
+    text, _, _ = _run(attacker, code)
     assert "unshare -1 1" in text, text  # EPERM
     assert "cli 0" not in text, text
     assert _finish(attacker) == 0.0
@@ -139,7 +139,7 @@ def test_memfd_pages_count_against_the_memory_limit(attacker, server, bystander)
     reached = max([int(line.split()[1]) for line in text.splitlines() if line.startswith("MiB ")] or [0])
     assert reached < LIMITS["memory_mb"], f"memfd reached {reached} MiB under a {LIMITS['memory_mb']} MiB limit"
     assert "MiB 1024" not in text
-    text, _, info = _run(attacker, "print(6 * 7)")
+    text, _, _ = _run(attacker, "print(6 * 7)")
     assert "42" in text
     assert _finish(attacker) == 0.0
     _contained(server, bystander)
@@ -275,7 +275,7 @@ def test_no_inherited_file_descriptors(attacker, server, bystander):
             "        fds[int(n)] = f'socket family {int(s.family)} listening {s.getsockopt(socket.SOL_SOCKET, "
             "socket.SO_ACCEPTCONN)}'\n        s.close()\nprint(fds)")
     text, _, _ = _run(attacker, code)
-    fds = eval(text.strip().splitlines()[-1])  # noqa: S307 -- a dict the test printed itself
+    fds = eval(text.strip().splitlines()[-1])
     sockets = [t for t in fds.values() if t.startswith("socket")]
     # only the two protocol channels (unix socket pairs), nothing listening, nothing on the network
     assert all(t == "socket family 1 listening 0" for t in sockets) and len(sockets) <= 2, fds
@@ -319,7 +319,7 @@ def test_huge_and_bomb_images_are_not_shown(attacker, server, bystander):
 def test_symlinked_out_png_is_not_followed(attacker, server, bystander):
     text, _, info = _run(attacker, "import os\nos.symlink('/etc/shadow', 'out.png')\nprint('linked')")
     assert "linked" in text
-    obs, _, _, _, info = attacker.step({"type": "python", "code": "print(2)"})
+    obs, _, _, _, _ = attacker.step({"type": "python", "code": "print(2)"})
     assert "root:" not in (obs["text"] or "")
     _contained(server, bystander)
 
@@ -358,7 +358,7 @@ def test_cannot_write_the_task_or_outside(attacker, server, bystander):
 
 def test_answer_claims_alone_do_not_score(attacker, server, bystander):
     _run(attacker, "open('answer.txt', 'w').write('1.0')\nprint('reward = 1.0')")
-    obs, reward, terminated, _, info = attacker.step('done(answer="1.0", success=true)')
+    _, reward, terminated, _, _ = attacker.step('done(answer="1.0", success=true)')
     assert terminated and reward == 0.0
     _contained(server, bystander)
 

@@ -67,7 +67,7 @@ async def test_memory_limit_counts_the_whole_sandbox(host):
 
 @needs_cgroup
 def test_groups_of_dead_servers_are_swept():
-    reason, parents = cgroups.probe()
+    _, parents = cgroups.probe()
     name = f"{cgroups.PREFIX}4194305-1"  # above any pid_max: never alive
     for parent in dict.fromkeys(parents.values()):
         (parent / name).mkdir(exist_ok=True)
@@ -94,7 +94,7 @@ def test_tmpfs_quota_mounts_and_unmounts(tmp_path):
 def test_seccomp_filter_is_well_formed(machine):
     program = seccomp.build_filter(machine)
     assert len(program) % 8 == 0 and len(program) // 8 < 4096
-    code, jt, jf, k = struct.unpack("=HBBI", program[-8:])
+    code, _, _, k = struct.unpack("=HBBI", program[-8:])
     assert code == 0x06 and k == seccomp.RET_ALLOW  # the default is allow: only the listed calls are refused
 
 

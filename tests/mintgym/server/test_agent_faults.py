@@ -13,11 +13,11 @@ from typing import ClassVar
 import httpx
 import pytest
 import uvicorn
-
 from mintgym.action_spaces import Done, Type
+from mintgym.environments.null import NullEnvironment, tasks
+
 from mintgym.env.core import EnvironmentHost
 from mintgym.env.episode import AgentFault, Episode
-from mintgym.environments.null import NullEnvironment, tasks
 from mintgym.policy import AgentStep
 from mintgym.server.app import create_app
 

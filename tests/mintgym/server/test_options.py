@@ -5,13 +5,20 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from mintgym.environments.desktop.options import DesktopOptions
 from mintgym.environments.null import NullHost, NullOptions
 from mintgym.environments.pytool.host import PytoolHost
 from mintgym.environments.pytool.options import PytoolOptions
+
 from mintgym.server.domain_options import AndroidOptions
-from mintgym.server.options import OptionError, check_defaults, check_options, field_range, options_model_for, parse_caps
+from mintgym.server.options import (
+    OptionError,
+    check_defaults,
+    check_options,
+    field_range,
+    options_model_for,
+    parse_caps,
+)
 from mintgym.server.serve import TokenError, read_token_file, resolve_token
 
 
@@ -90,8 +97,8 @@ def test_serve_refuses_a_bad_cap_and_the_token_flag():
 
     env = {k: v for k, v in os.environ.items() if k != "MINTGYM_TOKEN"}
     done = subprocess.run([sys.executable, "-m", "mintgym.cli", "serve", "null", "--port", "0", "--max-option", "nope=1"],
-                          capture_output=True, text=True, timeout=60, env=env)
+                          capture_output=True, text=True, timeout=60, check=False, env=env)
     assert done.returncode != 0 and "nope: no such option" in done.stderr, done.stderr[-400:]
     done = subprocess.run([sys.executable, "-m", "mintgym.cli", "serve", "null", "--port", "0", "--token", "x"],
-                          capture_output=True, text=True, timeout=60, env=env)
+                          capture_output=True, text=True, timeout=60, check=False, env=env)
     assert done.returncode != 0 and "--token" in done.stderr
