@@ -1,11 +1,26 @@
 """Agents: policies that turn observations into actions. All share :class:`mintgym.policy.Agent`.
 
 ``make_agent(name, **options)``: ``scripted`` (plays the task oracle; a test agent), ``random``, and
-``vlm`` (a vision-language model through an inference engine).
+``vlm`` (a vision-language model through an inference engine) -- or your own, named ``module:Class`` or
+``module:factory``.
+
+The Agent protocol (see :mod:`mintgym.policy`) is three members:
+
+* ``name: str`` -- recorded in every trajectory;
+* ``async start(context: AgentContext)`` -- a new episode begins: the task's instruction, the action set
+  (``context.action_set.describe()`` is its prompt text), the screen size, the step limit, the seed;
+* ``async act(observation: Observation) -> AgentStep`` -- the next action in screen pixels (an
+  :class:`~mintgym.action_spaces.ActionModel`), or ``AgentStep(None, text=..., error=...)`` for an answer
+  that did not parse (it counts as a step). Token ids and logprobs go into the AgentStep for training.
+
+An agent may set ``needs_oracle = True`` (the scripted agent does): evaluations then skip tasks that ship
+no oracle and report them as "no oracle" instead of running them.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from typing import Any
 
 AGENTS = {
@@ -15,10 +30,46 @@ AGENTS = {
 }
 
 
-def make_agent(name: str, **options: Any):
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}")
-    import importlib
+def agent_factory(name: str):
+    """The class or factory behind an agent name: a built-in one, or ``module:Class`` / ``module:factory``."""
+    ref = AGENTS.get(name, name)
+    module, sep, attr = ref.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}, or give your own as "
+                         "module:Class or module:factory")
+    try:
+        target: Any = importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(f"agent {name!r}: cannot import module {module!r} ({err}); is its folder on "
+                         "PYTHONPATH or its package installed?") from None
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"agent {name!r}: module {module!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"agent {name!r}: {attr!r} is a {type(target).__name__}, not a class or factory")
+    return target
 
-    module, _, cls = AGENTS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(**options)
+
+def make_agent(name: str, **options: Any):
+    """A new agent: ``name`` is a built-in agent or ``module:Class``/``module:factory``, called with ``options``."""
+    factory = agent_factory(name)
+    try:
+        agent = factory(**options)
+    except TypeError as err:
+        if options and "argument" in str(err):
+            raise ValueError(f"agent {name!r} does not take the options {sorted(options)}: {err}") from None
+        raise
+    check_agent(agent, name)
+    return agent
+
+
+def check_agent(agent: Any, name: str = "") -> None:
+    """Raise ValueError naming what is missing unless ``agent`` follows the Agent protocol."""
+    label = name or type(agent).__name__
+    if not isinstance(getattr(agent, "name", None), str):
+        raise ValueError(f"agent {label!r} has no `name` string (the Agent protocol: name, async start, async act)")
+    for method in ("start", "act"):
+        if not inspect.iscoroutinefunction(getattr(agent, method, None)):
+            raise ValueError(f"agent {label!r} needs an `async def {method}(...)` method (the Agent protocol: "
+                             "name, async start(context), async act(observation) -> AgentStep)")

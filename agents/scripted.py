@@ -14,9 +14,13 @@ from mintgym.types import Observation
 
 
 class ScriptedAgent:
-    """Plays the task's oracle: asks the env server for the next scripted action each step."""
+    """Plays the task's oracle: asks the env server for the next scripted action each step.
+
+    Tasks that ship no oracle are skipped by evaluations (``needs_oracle``) and reported as "no oracle".
+    """
 
     name = "scripted"
+    needs_oracle = True
 
     def __init__(self) -> None:
         self.context: AgentContext | None = None

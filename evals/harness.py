@@ -5,8 +5,9 @@ by a runtime provider, ``local`` by default, or a running one given by URL) and 
 ``concurrency`` at a time through :func:`mintgym.rollout.runner.run_jobs`. Every episode ends as a
 trajectory under ``OUT/trajectories/<key>`` whose key is stable (task and seed), so a re-run skips the
 episodes that already have a final status. A crashed episode, or one whose server never started, is a
-failure with its reason; a task that cannot run here is listed as skipped with its reason. Nothing is
-dropped silently.
+failure with its reason; a task that cannot run here is listed as skipped with its reason, and a task
+without an oracle, given to an agent that plays oracles (``needs_oracle``, the scripted agent), is listed
+under ``no_oracle`` instead of run. Nothing is dropped silently.
 
 Outputs: ``OUT/results.json`` (see :func:`build_results`), ``OUT/report.html`` and a viewer page per
 trajectory (``OUT/trajectories/index.html``).
@@ -180,9 +181,11 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
     if isinstance(config.env_url, str) and config.env_url and len(domains) > 1:
         raise ValueError(f"one env URL cannot serve several domains ({', '.join(sorted(domains))}); "
                          "give one URL per domain as DOMAIN=URL")
-    jobs = plan_jobs(benchmark, config)
+    probe = make_agent()
+    agent_name = probe.name
+    no_oracle = no_oracle_tasks(benchmark, tasks, probe)
+    jobs = [j for j in plan_jobs(benchmark, config) if j.task_id not in no_oracle]
     wrap = (lambda a: StepLimit(a, benchmark.max_steps)) if benchmark.max_steps else (lambda a: a)
-    agent_name = make_agent().name
     pending = [j for j in jobs if finished(traj_root, j.key, config.retry_errors) is None]
     by_domain: dict[str, list[EpisodeJob]] = {}
     for job in pending:
@@ -215,9 +218,17 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
             bar.close()
 
     outcomes = [_outcome(traj_root, job, tasks[job.task_id]) for job in jobs]
-    results = build_results(benchmark, outcomes, config, started=started, ended=time.time())
+    results = build_results(benchmark, outcomes, config, started=started, ended=time.time(), no_oracle=no_oracle)
     write_outputs(out, results)
     return results
+
+
+def no_oracle_tasks(benchmark: Benchmark, tasks: dict[str, Any], agent: Any) -> list[str]:
+    """The runnable tasks an agent that plays oracles (``needs_oracle``) must skip: those without one."""
+    if not getattr(agent, "needs_oracle", False):
+        return []
+    skipped = {task_id for task_id, _ in benchmark.skipped}
+    return [t for t in benchmark.task_ids if t not in skipped and not tasks[t].has_oracle()]
 
 
 def _progress(total: int, initial: int, enabled: bool):
@@ -245,8 +256,9 @@ def _outcome(traj_root: Path, job: EpisodeJob, task: Any) -> EpisodeOutcome:
 
 
 def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: EvalConfig, *,
-                  started: float, ended: float) -> dict[str, Any]:
-    """The results.json document: overall, per domain, per family, per task, skipped tasks, episodes."""
+                  started: float, ended: float, no_oracle: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The results.json document: overall, per domain, per family, per task, skipped tasks, tasks the agent
+    skipped for want of an oracle (``no_oracle``), episodes."""
     tasks = group_by(outcomes, "task_id")
     for task_id, summary in tasks.items():
         first = next(e for e in outcomes if e.task_id == task_id)
@@ -269,6 +281,7 @@ def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: 
         "families": group_by(outcomes, "family"),
         "tasks": tasks,
         "skipped": [{"task_id": t, "reason": r} for t, r in benchmark.skipped],
+        "no_oracle": [{"task_id": t, "reason": "no oracle"} for t in no_oracle],
         "episodes": [e.to_json() for e in outcomes],
         **_benchmark_tables([e.to_json() for e in outcomes], benchmark.skipped),
     }

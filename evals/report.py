@@ -1,5 +1,5 @@
 """report.html of an evaluation: summary tables, a bar plot of success per task family (inline SVG, with
-the 95% Wilson interval as whiskers), errors and skipped tasks, and a link to every trajectory's page.
+the 95% Wilson interval as whiskers), errors, skipped tasks and tasks without an oracle, and a link to every trajectory's page.
 
 It reads only the results document (:func:`mintgym.evals.harness.build_results`), so a report can be
 rebuilt from ``results.json`` alone. All text is HTML-escaped.
@@ -113,6 +113,11 @@ def render_report(results: dict[str, Any]) -> str:
     if results["skipped"]:
         rows = "".join(f"<tr><td>{_e(s['task_id'])}</td><td>{_e(s['reason'])}</td></tr>" for s in results["skipped"])
         parts.append(f"<h2>Skipped here ({len(results['skipped'])})</h2><table><tr><th>task</th><th>reason</th></tr>"
+                     f"{rows}</table>")
+    if results.get("no_oracle"):
+        rows = "".join(f"<tr><td>{_e(s['task_id'])}</td></tr>" for s in results["no_oracle"])
+        parts.append(f"<h2>No oracle ({len(results['no_oracle'])})</h2><p class=muted>The agent plays task oracles; "
+                     f"these tasks ship none, so they were not run (not errors).</p><table><tr><th>task</th></tr>"
                      f"{rows}</table>")
     rows = []
     for ep in results["episodes"]:

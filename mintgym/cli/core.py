@@ -1,14 +1,17 @@
-"""Core commands: envs, tasks, serve, rollout, view."""
+"""Core commands: envs, tasks, suites, serve, rollout, view."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from mintgym.cli.agent_options import AgentChoice, build_agent, fail, use_packs, with_agent_options
 
 OSWORLD_ROOT_HELP = ("OSWorld's evaluation_examples folder as OSWorld ships it (examples/<app>/<id>.json, "
                      "test_*.json); default: $MINTGYM_OSWORLD_ROOT, else the shared data")
@@ -17,32 +20,77 @@ OSWORLD_ROOT_HELP = ("OSWorld's evaluation_examples folder as OSWorld ships it (
 def register(app: typer.Typer) -> None:
     app.command("envs")(envs)
     app.command("tasks")(tasks)
+    app.command("suites")(suites)
     app.command("serve")(serve)
     app.command("rollout")(rollout)
     app.command("view")(view)
 
 
-def envs() -> None:
-    """List the registered environment domains and their task counts."""
+PACKS_HELP = "a task pack to add, module:function returning tasks (or NAME=module:function); repeatable"
+
+
+def envs(packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> None:
+    """List the environment domains: their tasks, how many can run here, and why the others cannot."""
     from mintgym.env import registration
 
+    use_packs(packs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         all_tasks = registration.tasks()
     for domain in registration.domains():
-        count = sum(1 for t in all_tasks if t.domain == domain)
-        typer.echo(f"{domain:10s} {count:5d} tasks")
+        found = [t for t in all_tasks if t.domain == domain]
+        blocked = domain_unavailable(domain) if found else None
+        runnable = 0 if blocked else sum(1 for t in found if not t.unavailable())
+        note = f"  [not here: {blocked}]" if blocked else ""
+        typer.echo(f"{domain:10s} {len(found):5d} tasks {runnable:5d} runnable here{note}")
     for pack, error in sorted(registration.broken_packs.items()):
         typer.echo(f"(task pack {pack!r} did not load: {error})", err=True)
 
 
+def domain_unavailable(domain: str) -> str | None:
+    """Why no task of ``domain`` can run on this machine (no Android device), else None. Starts nothing."""
+    return _android_unavailable() if domain == "android" else None
+
+
+def _port_open(port: int, host: str = "127.0.0.1") -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
+def _android_unavailable() -> str | None:
+    """No device: no adb, or adb's server (port 5037) lists none ready, or no server and no emulator port open."""
+    import shutil
+    import subprocess
+
+    adb = shutil.which(os.environ.get("MINTGYM_ADB") or "adb")
+    if adb is None:
+        return "no `adb` binary (install Android platform-tools, e.g. `apt-get install adb`)"
+    if _port_open(5037):
+        try:
+            listed = subprocess.run([adb, "devices"], capture_output=True, text=True, timeout=5).stdout
+        except subprocess.TimeoutExpired:
+            return "the adb server on port 5037 does not answer `adb devices` (restart it: `adb kill-server`)"
+        if any(line.split()[1:] == ["device"] for line in listed.splitlines()[1:]):
+            return None
+        return "no Android device attached (`adb devices` lists none ready); start an emulator or connect a phone"
+    if any(_port_open(port) for port in range(5555, 5586, 2)):  # an emulator's adb port
+        return None
+    return ("no Android device: no adb server runs and no emulator listens on 127.0.0.1:5555-5585; start an "
+            "emulator, or connect a phone with USB debugging and run `adb start-server`")
+
+
 def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, web, ...) or an id prefix (miniwob)"),
           as_json: bool = typer.Option(False, "--json", help="one JSON object per task"),
-          osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP)) -> None:
+          osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP),
+          packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> None:
     """List tasks of a domain (or with an id prefix), with their instruction and availability."""
     from mintgym.env import registration
 
     _use_osworld_root(osworld_root)
+    use_packs(packs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = registration.tasks()
@@ -53,8 +101,9 @@ def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, w
             typer.echo(f"no tasks for {domain!r}; domains: {known}", err=True)
             raise typer.Exit(2)
     reasons: dict[str, int] = {}
+    blocked = {d: domain_unavailable(d) for d in {t.domain for t in found}}
     for t in found:
-        reason = t.unavailable()
+        reason = blocked[t.domain] or t.unavailable()
         if reason:
             reasons[_reason_kind(reason)] = reasons.get(_reason_kind(reason), 0) + 1
         if as_json:
@@ -141,8 +190,8 @@ async def _check_host(env_host) -> None:
     await env_host.stop()
 
 
+@with_agent_options(default_agent="scripted")
 def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/count-shapes-0"),
-            agent: str = typer.Option("scripted", help="scripted | random | vlm"),
             episodes: int = typer.Option(1, min=1),
             seed: int = typer.Option(0, help="seed of the first episode; episode i uses seed+i"),
             concurrency: int = typer.Option(1, min=1),
@@ -150,21 +199,28 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
             backend: str = typer.Option("local", help="local | docker | ray"),
             base_url: Optional[str] = typer.Option(None, help="use a running env server instead"),
             token: Optional[str] = typer.Option(None, envvar="MINTGYM_TOKEN"),
-            osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP)) -> None:
+            osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP),
+            agent_choice: AgentChoice = None) -> None:
     """Run episodes of one task with an agent and record their trajectories."""
-    from mintgym.agents import make_agent
     from mintgym.env import registration
     from mintgym.rollout.runner import EpisodeJob, run_jobs
 
     _use_osworld_root(osworld_root)
+    use_packs(agent_choice.packs)
     domain, found = registration.resolve(task)
     if found is None:
-        raise typer.BadParameter(f"{task!r} is a domain; give a task id (see `mintgym tasks {domain}`)")
-    reason = found.unavailable()
+        raise fail(f"{task!r} is a domain; give a task id (see `mintgym tasks {domain}`)")
+    reason = found.unavailable() or (None if base_url else domain_unavailable(domain))
     if reason:
-        typer.echo(f"task {task} cannot run here: {reason}", err=True)
-        raise typer.Exit(2)
-    make_agent(agent)  # fail on a bad agent name before starting a server
+        raise fail(f"task {task} cannot run here: {reason}")
+    if not base_url and (problem := registration.forwarding_problem(task)):
+        raise fail(problem)
+    built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before a server starts
+    if built.needs_oracle and not found.has_oracle():
+        built.close()
+        typer.echo(f"{task}: skipped, no oracle (the {agent_choice.agent} agent plays task oracles; this task "
+                   "ships none); 0 episodes run")
+        return
     jobs = [EpisodeJob(task, seed + i, f"{task.replace('/', '__')}-seed{seed + i}") for i in range(episodes)]
     out.mkdir(parents=True, exist_ok=True)
 
@@ -173,13 +229,40 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
         typer.echo(f"{job.task_id} seed={job.seed}: {traj.status} reward={traj.total_reward:.3f} "
                    f"steps={len(traj.steps)}{note}")
 
-    with _server(domain, backend, base_url, token) as (url, tok):
-        trajs = asyncio.run(run_jobs(url, jobs, lambda: make_agent(agent), concurrency=concurrency, run_dir=out,
-                                     token=tok, on_done=report))
+    try:
+        with _server(domain, backend, base_url, token) as (url, tok):
+            trajs = asyncio.run(run_jobs(url, jobs, built.make, concurrency=concurrency, run_dir=out,
+                                         token=tok, on_done=report))
+    finally:
+        built.close()
     wins = sum(t.success for t in trajs)
-    typer.echo(f"{wins}/{len(trajs)} succeeded; trajectories in {out} (see `mintgym view {out}`)")
-    if any(t.status == "error" for t in trajs):
+    errors = sum(t.status == "error" for t in trajs)
+    typer.echo(f"{wins}/{len(trajs)} succeeded, {errors} errored; trajectories in {out} (see `mintgym view {out}`)")
+    if errors:
         raise typer.Exit(1)
+
+
+def suites(packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> None:
+    """List the evaluation suites: name, task count (runnable here) and description."""
+    from mintgym.cli.evaluate import DATA_HARNESSES
+    from mintgym.env import registration
+    from mintgym.evals.suites import load_table, matches, osworld_list_suites
+
+    use_packs(packs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = registration.tasks()
+    blocked = {d: domain_unavailable(d) for d in {t.domain for t in found}}
+    table = {**load_table(), **osworld_list_suites()}
+    for name, spec in sorted(table.items()):
+        if name in DATA_HARNESSES:
+            typer.echo(f"{name:28s} {'data':>11s}  {spec.description} (needs --data)")
+            continue
+        chosen = [t for t in found if matches(t, spec.select)]
+        runnable = sum(1 for t in chosen if not (blocked[t.domain] or t.unavailable()))
+        typer.echo(f"{name:28s} {len(chosen):5d} ({runnable:4d})  {spec.description}")
+    typer.echo(f"{len(table)} suites; counts: tasks (runnable here); run one with `mintgym eval --suite NAME`",
+               err=True)
 
 
 class _server:

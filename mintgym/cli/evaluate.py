@@ -15,6 +15,8 @@ from typing import Any
 
 import typer
 
+from mintgym.cli.agent_options import AgentChoice, build_agent, fail, use_packs, with_agent_options
+
 #: Suites over a local dataset (``--data``), run by their benchmark's own harness instead of env servers.
 DATA_HARNESSES = {
     **dict.fromkeys(("screenspot", "screenspot-v2", "screenspot-pro"), "mintgym.evals.screenspot.harness:run_suite"),
@@ -28,24 +30,10 @@ def register(app: typer.Typer) -> None:
     app.command("eval")(evaluate)
 
 
+@with_agent_options(default_agent="vlm", model_url_aliases=("--base-url",))
 def evaluate(
-    suite: str | None = typer.Option(None, help="a named suite (see evals/suites.yaml), e.g. pytool-all"),
+    suite: str | None = typer.Option(None, help="a named suite (see `mintgym suites`), e.g. pytool-all"),
     tasks: str | None = typer.Option(None, help="comma-separated task ids, instead of --suite"),
-    agent: str = typer.Option("vlm", help="scripted | random | vlm"),
-    engine: str | None = typer.Option(None, help="vlm: hf | openai | vllm (default: openai with --model-url, else hf)"),
-    model: str | None = typer.Option(None, help="vlm: checkpoint path (hf, vllm) or model name (openai)"),
-    model_url: str | None = typer.Option(None, "--model-url", "--base-url",
-                                            help="vlm: an OpenAI-compatible model server, e.g. http://127.0.0.1:8001/v1"),
-    api_key: str | None = typer.Option(None, envvar="MINTGYM_MODEL_API_KEY", help="vlm: the model server's key"),
-    frame: str = typer.Option("absolute", help="vlm: coordinate frame the model answers in "
-                                               "(absolute, normalized_1000, relative, resized_absolute:WxH)"),
-    history: int = typer.Option(1, min=1, help="vlm: screenshots shown (the current one and K-1 before it)"),
-    max_pixels: int | None = typer.Option(None, help="vlm: resize screenshots to at most this many pixels"),
-    max_new_tokens: int = typer.Option(256, min=1, help="vlm: most tokens per answer"),
-    temperature: float = typer.Option(0.0, min=0.0, help="vlm: sampling temperature (0: greedy)"),
-    retries: int = typer.Option(0, min=0, help="vlm: re-asks after an unparseable answer"),
-    model_timeout: float = typer.Option(600.0, min=0.1, help="vlm/openai: seconds to wait for one model answer"),
-    model_retries: int = typer.Option(2, min=0, help="vlm/openai: retries of a failed model request"),
     max_steps: int | None = typer.Option(None, min=1, help="end each episode after this many steps "
                                                                "(default: the suite's limit, else each task's)"),
     episodes: int | None = typer.Option(None, min=1, help="episodes per task (default: the suite's seeds)"),
@@ -66,14 +54,16 @@ def evaluate(
     osworld_root: Path | None = typer.Option(None, "--osworld-root", help="OSWorld's evaluation_examples folder as "
                                                                             "OSWorld ships it (its test_*.json lists "
                                                                             "become suites osworld-test_*)"),
+    agent_choice: AgentChoice = None,
 ) -> None:
-    """Evaluate an agent on a suite or on given tasks, in parallel and resumably."""
-    from mintgym.agents import make_agent
+    """Evaluate an agent on a suite or on given tasks, in parallel and resumably.
+
+    Exits 1 when every episode errored; otherwise it says how many did."""
     from mintgym.errors import MintGymError
     from mintgym.evals.harness import EvalConfig, run_eval
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
-    from mintgym.cli.core import _use_osworld_root
+    from mintgym.cli.core import _use_osworld_root, domain_unavailable
 
     _use_osworld_root(osworld_root)
     if allow_internet:  # OSWorld's download steps and reference files (see mintgym.environments.desktop.osworld.files)
@@ -81,51 +71,26 @@ def evaluate(
 
         os.environ[DOWNLOADS_VARIABLE] = "1"
     if (suite is None) == (tasks is None):
-        raise typer.BadParameter("give exactly one of --suite and --tasks")
+        raise fail("give exactly one of --suite and --tasks")
     data_harness = DATA_HARNESSES.get(suite or "")
     if (data is None) != (data_harness is None):
-        raise typer.BadParameter(f"--data is for the data suites ({', '.join(DATA_HARNESSES)}), and they need it")
+        raise fail(f"--data is for the data suites ({', '.join(DATA_HARNESSES)}), and they need it")
+    use_packs(agent_choice.packs)
     try:
         benchmark = None if data_harness else resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
     except (ValueError, MintGymError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+        raise fail(str(err)) from None
     if benchmark is not None and max_steps is not None:
         benchmark = dataclasses.replace(benchmark, max_steps=max_steps)
     urls = _env_urls(env_url)
-    describe: dict[str, Any] = {"agent": agent}
-    options: dict[str, Any] = {}
-    built_engine = None
-    if agent == "vlm":
-        name = engine or ("openai" if model_url else "hf")
-        engine_config = _engine_config(name, model, model_url, api_key)
-        if name == "openai":
-            engine_config.update(timeout_s=model_timeout, max_retries=model_retries)
-        from mintgym.inference import make_engine
-
-        try:
-            built_engine = make_engine(name, **engine_config)
-        except (ValueError, OSError, MintGymError) as err:
-            typer.echo(f"error: cannot start the {name} engine: {err}", err=True)
-            raise typer.Exit(2)
-        if name == "hf" and concurrency > 1:  # one in-process model: batch the concurrent agents' requests
-            from mintgym.agents.batched import BatchedEngine
-
-            built_engine = BatchedEngine(built_engine, max_batch_size=min(concurrency, 16))
-        options = dict(engine=built_engine, frame=frame, history=history, max_pixels=max_pixels,
-                       max_new_tokens=max_new_tokens, temperature=temperature, retries=retries, seed=seed)
-        describe.update(engine=name, model=model, model_url=model_url, frame=frame, history=history,
-                        max_pixels=max_pixels, max_new_tokens=max_new_tokens, temperature=temperature,
-                        retries=retries)
-    elif any(v is not None for v in (engine, model, model_url)):
-        raise typer.BadParameter(f"--engine/--model/--model-url are options of the vlm agent, not {agent!r}")
-    try:
-        make_agent(agent, **options)  # a bad agent name or option fails before any server starts
-    except (ValueError, TypeError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+    if benchmark is not None:
+        benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
+    built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before any server starts
+    describe = built.describe
+    make_agent = built.make
+    built_engine = built.engine
     if data_harness is not None:
-        _run_data_suite(data_harness, suite, data=data, make_agent=lambda: make_agent(agent, **options), out=out,
+        _run_data_suite(data_harness, suite, data=data, make_agent=make_agent, out=out,
                         describe=describe, concurrency=concurrency, allow_internet=allow_internet,
                         max_steps=max_steps, max_seconds=max_seconds, engine=built_engine)
         return
@@ -133,22 +98,48 @@ def evaluate(
                         env_url=urls, token=token, max_seconds=max_seconds, retry_errors=retry_errors,
                         progress=progress, describe=describe)
     try:
-        results = run_eval(benchmark, lambda: make_agent(agent, **options), config)
+        results = run_eval(benchmark, make_agent, config)
     except (ValueError, MintGymError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+        raise fail(str(err).splitlines()[0]) from None
     finally:
-        if built_engine is not None:
-            built_engine.close()
+        built.close()
     overall = results["overall"]
     if results["skipped"]:
         typer.echo(f"skipped {len(results['skipped'])} tasks that cannot run here (see results.json)", err=True)
+    if results.get("no_oracle"):
+        typer.echo(f"skipped {len(results['no_oracle'])} tasks with no oracle (the {agent_choice.agent} agent plays "
+                   "task oracles; listed as no_oracle in results.json, not as errors)", err=True)
+    errored = overall["errors"]["count"]
     if overall["episodes"]:
         lo, hi = overall["success_ci95"]
         typer.echo(f"{overall['successes']}/{overall['episodes']} succeeded ({100 * overall['success_rate']:.1f}%, "
                    f"95% CI {100 * lo:.1f}-{100 * hi:.1f}%), mean reward {overall['mean_reward']:.3f}, "
-                   f"{overall['errors']['count']} errors")
+                   f"{errored} of {overall['episodes']} episodes errored")
     typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
+    if overall["episodes"] and errored == overall["episodes"]:
+        reasons = overall["errors"].get("reasons") or {}
+        top = max(reasons, key=reasons.get) if reasons else "see results.json"
+        raise fail(f"every episode errored ({errored}); the most common reason: {top}", code=1)
+
+
+def _skip_what_cannot_run(benchmark: Any, urls: Any, domain_unavailable: Any) -> Any:
+    """The benchmark with the tasks of a domain that cannot be served from here (no device) skipped, with
+    why; one error line when a task's pack cannot reach the env servers."""
+    from mintgym.env import registration
+
+    skipped = dict(benchmark.skipped)
+    blocked: dict[str, str | None] = {}
+    for task_id in benchmark.task_ids:
+        domain = registration.task(task_id).domain
+        if task_id in skipped or (urls and (isinstance(urls, str) or domain in urls)):
+            continue
+        if domain not in blocked:
+            blocked[domain] = domain_unavailable(domain)
+        if blocked[domain]:
+            skipped[task_id] = blocked[domain]
+        elif problem := registration.forwarding_problem(task_id):
+            raise fail(problem)
+    return dataclasses.replace(benchmark, skipped=tuple(skipped.items()))
 
 
 def _run_data_suite(target: str, suite: str, *, engine: Any, **options: Any) -> None:
@@ -177,19 +168,6 @@ def _env_urls(values: list[str]) -> str | dict[str, str] | None:
     for value in values:
         domain, sep, url = value.partition("=")
         if not sep or not url:
-            raise typer.BadParameter(f"--env-url wants URL or DOMAIN=URL, got {value!r}")
+            raise fail(f"--env-url wants URL or DOMAIN=URL, got {value!r}")
         urls[domain] = url
     return urls
-
-
-def _engine_config(name: str, model: str | None, model_url: str | None, api_key: str | None) -> dict[str, Any]:
-    if name == "openai":
-        if not model_url:
-            raise typer.BadParameter("the openai engine needs --model-url (an OpenAI-compatible server)")
-        return {"base_url": model_url, "model": model, "api_key": api_key}
-    if model_url:
-        raise typer.BadParameter(f"--model-url is for the openai engine, not {name!r}")
-    if not model:
-        raise typer.BadParameter(f"the {name} engine needs --model PATH (a checkpoint directory)")
-    return {"model_path": model}
-

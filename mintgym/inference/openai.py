@@ -5,6 +5,12 @@ Images travel as base64 PNG/JPEG data URLs. It asks for ``logprobs`` and, by def
 also read from ``logprobs.content[i].token_id`` or from ``token_id:123`` tokens (vLLM's
 ``return_tokens_as_token_ids``). Whatever the server does not give is None in the :class:`Generation`.
 
+A strict server (OpenAI's own, many proxies) refuses fields it does not know with an HTTP 400 naming the
+field (``Unrecognized request argument supplied: return_token_ids``). With ``token_ids="auto"`` (the
+default) the engine drops a refused ``return_token_ids``/``logprobs``/``top_logprobs``, says so once (a
+warning on the ``mintgym.inference.openai`` logger) and goes on without them; ``"on"`` makes the refusal an
+error, ``"off"`` never asks for token ids or logprobs.
+
 Connection errors, timeouts, 408, 429 and 5xx are retried with exponential backoff; other 4xx answers and
 exhausted retries raise :class:`mintgym.errors.ServerError` naming the status and the server's message.
 """
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
 import time
@@ -28,6 +35,15 @@ from mintgym.inference.types import Generation, GenerationRequest
 
 _TOKEN_ID = re.compile(r"^token_id:(\d+)$")
 _RETRY_STATUS = frozenset({408, 429})
+log = logging.getLogger(__name__)
+#: How the engine asks for token ids and logprobs (see the module docstring).
+TOKEN_ID_MODES = ("auto", "on", "off")
+#: Optional request fields a strict server may refuse, with how its error message names each.
+_OPTIONAL_FIELDS = {
+    "return_token_ids": re.compile(r"\breturn_token_ids\b"),
+    "top_logprobs": re.compile(r"\btop_logprobs\b"),
+    "logprobs": re.compile(r"(?<!top_)\blogprobs\b"),
+}
 
 
 class OpenAIEngine(InferenceEngine):
@@ -40,8 +56,9 @@ class OpenAIEngine(InferenceEngine):
         timeout_s: per-request timeout (connect, read and write).
         max_retries: retries after the first attempt, for retryable failures.
         backoff_s, backoff_max_s: the first retry waits ``backoff_s``, doubling up to ``backoff_max_s``.
-        return_token_ids: ask for token ids (vLLM >= 0.10.2 and our server); turn off for servers that
-            reject unknown fields.
+        token_ids: ``auto`` asks for token ids and logprobs and drops what the server refuses (saying so
+            once), ``on`` fails when the server refuses them, ``off`` never asks.
+        return_token_ids: the older switch; False never asks for ``return_token_ids`` (logprobs still are).
         image_format: ``PNG`` (lossless, default) or ``JPEG``.
         max_concurrency: requests in flight at once for one ``generate``/``agenerate`` call.
         extra_body: more fields merged into every request body.
@@ -57,7 +74,8 @@ class OpenAIEngine(InferenceEngine):
         max_retries: int = 3,
         backoff_s: float = 0.25,
         backoff_max_s: float = 8.0,
-        return_token_ids: bool = True,
+        token_ids: str = "auto",
+        return_token_ids: bool | None = None,
         image_format: str = "PNG",
         max_concurrency: int = 16,
         extra_body: dict[str, Any] | None = None,
@@ -66,6 +84,8 @@ class OpenAIEngine(InferenceEngine):
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if token_ids not in TOKEN_ID_MODES:
+            raise ValueError(f"token_ids must be one of {', '.join(TOKEN_ID_MODES)}, got {token_ids!r}")
         base = base_url.rstrip("/")
         self.base_url = base if base.endswith("/v1") else base + "/v1"
         self.model = model
@@ -73,7 +93,11 @@ class OpenAIEngine(InferenceEngine):
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
-        self.return_token_ids = return_token_ids
+        self.token_ids = token_ids
+        #: Optional fields left out of requests: refused by the server (auto), or never asked for.
+        self.dropped: set[str] = set() if token_ids != "off" else set(_OPTIONAL_FIELDS)
+        if return_token_ids is False:
+            self.dropped.add("return_token_ids")
         self.image_format = image_format
         self.max_concurrency = max_concurrency
         self.extra_body = dict(extra_body or {})
@@ -112,7 +136,12 @@ class OpenAIEngine(InferenceEngine):
             async def one(request: GenerationRequest, payload: dict[str, Any]) -> Generation:
                 async with limit:
                     started = time.perf_counter()
-                    data = await self._arequest(client, "POST", "/chat/completions", payload)
+                    while True:
+                        try:
+                            data = await self._arequest(client, "POST", "/chat/completions", payload)
+                            break
+                        except ServerError as err:
+                            self._drop_refused(err, payload)
                     return self._parse(data, request, time.perf_counter() - started)
 
             payloads = [self._payload(r) for r in requests]
@@ -125,8 +154,35 @@ class OpenAIEngine(InferenceEngine):
 
     def _post(self, request: GenerationRequest, payload: dict[str, Any]) -> Generation:
         started = time.perf_counter()
-        data = self._request("POST", "/chat/completions", payload)
+        while True:
+            try:
+                data = self._request("POST", "/chat/completions", payload)
+                break
+            except ServerError as err:
+                self._drop_refused(err, payload)
         return self._parse(data, request, time.perf_counter() - started)
+
+    def _drop_refused(self, err: ServerError, payload: dict[str, Any]) -> None:
+        """Take the optional fields a 400/422 answer names out of ``payload`` (auto), else re-raise ``err``."""
+        message = str(err)
+        refused = [f for f, named in _OPTIONAL_FIELDS.items()
+                   if f in payload and err.status in (400, 422) and named.search(message)]
+        if not refused:
+            raise err
+        if self.token_ids == "on":
+            raise ServerError(f"the model server refuses {', '.join(refused)}: use --token-ids auto (token_ids="
+                              f"'auto') to go on without them, or off -- {err}", status=err.status,
+                              code=err.code) from None
+        if "logprobs" in refused:
+            refused.append("top_logprobs")  # top_logprobs means nothing without logprobs
+        fresh = [f for f in refused if f not in self.dropped]
+        self.dropped.update(refused)
+        for field in refused:
+            payload.pop(field, None)
+        if fresh:
+            log.warning("%s refuses %s; continuing without them (trajectories will lack token ids%s); "
+                        "choose explicitly with --token-ids on|off", self.base_url, ", ".join(fresh),
+                        " and logprobs" if "logprobs" in fresh else "")
 
     def _set_model(self, data: Any) -> None:
         try:
@@ -146,12 +202,13 @@ class OpenAIEngine(InferenceEngine):
         }
         if p.top_logprobs:
             body["top_logprobs"] = p.top_logprobs
+        body["return_token_ids"] = True
         if p.seed is not None:
             body["seed"] = p.seed
         if p.stop:
             body["stop"] = list(p.stop)
-        if self.return_token_ids:
-            body["return_token_ids"] = True
+        for field in self.dropped:
+            body.pop(field, None)
         body.update(self.extra_body)
         return body
 

@@ -5,6 +5,8 @@ The child runs in its own process group, exits by itself when the parent dies (i
 Bound off loopback (``LocalProvider(bind="0.0.0.0")``) a server always has a token: a fresh random one when
 none is given (it is in the returned handle). The token reaches the child in its environment, never on its
 command line.
+Task packs added in this process at run time (``--packs``, ``register_tasks``) are forwarded to the child
+through its environment (see :func:`mintgym.env.registration.forwarding_environment`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import threading
 
+from mintgym.env import registration
 from mintgym.errors import BackendError
 from mintgym.runtime.providers import Provider, ServerHandle, wait_for_health
 from mintgym.server.serve import TOKEN_ENV, is_loopback
@@ -58,6 +61,7 @@ class LocalProvider(Provider):
             raise ValueError(f"unknown local server options {sorted(options)}; known: request_timeout, "
                              "host_options, max_options")
         env = dict(os.environ)
+        env.update(registration.forwarding_environment())  # task packs added here reach the server
         env.pop(TOKEN_ENV, None)
         if token:
             env[TOKEN_ENV] = token
