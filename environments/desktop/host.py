@@ -31,7 +31,8 @@ class DesktopHost(EnvironmentHost):
             raise RuntimeError(f"the desktop host needs {', '.join(missing)} installed")
 
     async def create(self, options: dict[str, Any]) -> DesktopEnvironment:
-        env = DesktopEnvironment(**{**self.defaults, **options})
+        checked = DesktopOptions.model_validate(options).model_dump(exclude_unset=True)  # in-process use too
+        env = DesktopEnvironment(**{**self.defaults, **checked})
         await env.start()
         self.sessions.add(env)
         return env

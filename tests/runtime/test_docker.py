@@ -229,6 +229,25 @@ def test_web_episodes_in_the_web_image(docker_images):
         env.close()
 
 
+@pytest.mark.slow
+def test_desktop_episodes_in_the_desktop_image(docker_images):
+    """The desktop image (Xvfb, openbox and the desktop apps from Debian's mirror): a desktop task solved by
+    its oracle through the docker backend. The server runs as user 10001 there, so sessions are process
+    groups of that user and the container is the boundary. Slow (about 1 GB of apps on a fresh daemon)."""
+    from mintgym.runtime.make import make
+
+    tag = TAG.format(name="desktop")
+    _script("images/build.sh", "desktop", "--base", BASE, "--tag", tag, "--network", "host", timeout=3000)
+    env = make("desktop/terminal-file-v0", backend="docker", encoding="raw", backend_options={
+        "docker_host": DOCKER_HOST, "network": "host", "pull": "never", "image": tag})
+    try:
+        env.reset(seed=0)
+        assert env.evaluate() == 0.0
+        _run_oracle_episode_from_reset(env)
+    finally:
+        env.close()
+
+
 def _run_oracle_episode_from_reset(env) -> None:
     for _ in range(100):
         action = env.oracle_action()
