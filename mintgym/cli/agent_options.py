@@ -201,6 +201,13 @@ def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
         engine = make_engine(name, **config)
     except (ValueError, OSError, ImportError, MintGymError) as err:
         raise fail(f"cannot start the {name} engine: {str(err).splitlines()[0] if str(err) else err!r}") from None
+    if name == "openai" and not choice.model:
+        try:
+            engine.ensure_model()  # the model's name, and proof the server answers, before any episode
+        except MintGymError as err:
+            engine.close()
+            raise fail(f"cannot use the model server at {choice.model_url}: {err}; is it running, is the URL "
+                       "right (it ends in /v1), or give --model NAME") from None
     if name == "hf" and concurrency > 1:  # one in-process model: batch the concurrent agents' requests
         from mintgym.agents.batched import BatchedEngine
 

@@ -113,13 +113,18 @@ class OpenAIEngine(InferenceEngine):
         """The version the server reported in its last answer (None before one, or if it never says)."""
         return self._last_version
 
-    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        if not requests:
-            return []
+    def ensure_model(self) -> str:
+        """The model name, asked of ``/models`` once when none was given (a reachability check too)."""
         if self.model is None:
             with self._model_lock:
                 if self.model is None:
                     self._set_model(self._request("GET", "/models"))
+        return self.model
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        if not requests:
+            return []
+        self.ensure_model()
         # Encode every prompt first, so the requests reach the server together and batch there.
         payloads = [self._payload(r) for r in requests]
         if len(requests) == 1:
