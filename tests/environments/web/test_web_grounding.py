@@ -143,6 +143,25 @@ async def test_roles_names_values_and_states(episode):
         grounding.click_point(out.observation.a11y, 10**6)
 
 
+FRAMED = """<!doctype html><body style="margin:0">
+<iframe style="position:absolute;left:50px;top:40px;width:300px;height:200px;border:5px solid black;padding:3px"
+ srcdoc="<body style='margin:0'><button style='position:absolute;left:10px;top:20px;width:80px;height:30px;
+ background:#f00;border:0;color:#f00'>Inside</button></body>"></iframe>
+<div style="position:absolute;left:400px;top:10px"><template shadowrootmode="open">
+ <button style="width:60px;height:20px">Shadow</button></template></div></body>"""
+
+
+@in_module_loop
+async def test_iframes_and_shadow_roots_are_walked_with_their_offsets(env):
+    await env.open("data:text/html," + urllib.parse.quote(FRAMED))
+    await env.page.frame_locator("iframe").locator("button").wait_for()
+    shot, elements = await _shot_and_elements(env)
+    inside = _by_name(elements, "Inside", "button")
+    assert inside.box == (68, 68, 148, 98)  # iframe at 50 + border 5 + padding 3 + 10 inside it
+    assert tuple(shot[inside.point[1], inside.point[0]]) == (255, 0, 0)
+    assert _by_name(elements, "Shadow", "button").box[:2] == (400, 10)
+
+
 @in_module_loop
 async def test_ids_are_stable_across_steps_and_restart_at_reset(episode):
     env = episode.env
