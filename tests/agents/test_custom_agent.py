@@ -3,11 +3,8 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import httpx
@@ -54,19 +51,19 @@ class NotAnAgent:
 '''
 
 
+_spec = importlib.util.spec_from_file_location(
+    "mintgym_tests_outside", Path(__file__).parents[1] / "mintgym" / "cli" / "outside.py")
+outside = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(outside)
+
+
 @pytest.fixture(scope="module")
 def agent_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("byo-agent")
-    (root / "myagents").mkdir()
-    (root / "myagents" / "__init__.py").write_text("")
-    (root / "myagents" / "agent.py").write_text(textwrap.dedent(AGENT_MODULE))
-    return root
+    return outside.write_package(tmp_path_factory.mktemp("byo-agent"), {"myagents.agent": AGENT_MODULE})
 
 
-def mintgym(agent_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(agent_dir), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "mintgym.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=300, cwd=agent_dir)
+def mintgym(agent_dir: Path, *args: str):
+    return outside.mintgym(*args, path=agent_dir)
 
 
 def test_eval_runs_a_class_from_outside_the_repo(agent_dir, tmp_path):

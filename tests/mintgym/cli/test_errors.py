@@ -4,14 +4,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+
+_spec = importlib.util.spec_from_file_location("mintgym_tests_outside", Path(__file__).with_name("outside.py"))
+outside = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(outside)
 
 NO_ORACLE_PACK = '''
 from dataclasses import dataclass
@@ -33,16 +34,12 @@ def tasks():
 '''
 
 
-def mintgym(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mintgym.cli", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+mintgym = outside.mintgym
 
 
 @pytest.fixture(scope="module")
 def pack_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("no-oracle-pack")
-    (root / "nooracle.py").write_text(textwrap.dedent(NO_ORACLE_PACK))
-    return root
+    return outside.write_package(tmp_path_factory.mktemp("no-oracle-pack"), {"nooracle": NO_ORACLE_PACK})
 
 
 def test_unknown_task_is_one_line_and_debug_shows_the_traceback():
@@ -95,9 +92,8 @@ def test_suites_lists_names_counts_and_descriptions():
 
 def test_scripted_eval_reports_tasks_without_an_oracle_as_such(pack_dir, tmp_path):
     out = tmp_path / "eval"
-    env = {"PYTHONPATH": str(pack_dir)}
     proc = mintgym("eval", "--packs", "nooracle:tasks", "--tasks", "null/echo,mine/no-oracle", "--agent", "scripted",
-                   "--no-progress", "--out", str(out), env=env)
+                   "--no-progress", "--out", str(out), path=pack_dir)
     assert proc.returncode == 0, proc.stderr
     assert "1/1 succeeded" in proc.stdout and "0 of 1 episodes errored" in proc.stdout
     assert "skipped 1 tasks with no oracle" in proc.stderr
@@ -106,5 +102,5 @@ def test_scripted_eval_reports_tasks_without_an_oracle_as_such(pack_dir, tmp_pat
     assert [e["task_id"] for e in results["episodes"]] == ["null/echo"] and results["overall"]["errors"]["count"] == 0
     assert "No oracle (1)" in (out / "report.html").read_text()
     single = mintgym("rollout", "--packs", "nooracle:tasks", "--task", "mine/no-oracle", "--out", str(tmp_path / "r"),
-                     env=env)
+                     path=pack_dir)
     assert single.returncode == 0 and "mine/no-oracle: skipped, no oracle" in single.stdout

@@ -5,16 +5,17 @@ is a clear error naming why."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from mintgym.env import registration
+
+_spec = importlib.util.spec_from_file_location("mintgym_tests_outside", Path(__file__).with_name("outside.py"))
+outside = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(outside)
 
 PACK = '''
 from dataclasses import dataclass
@@ -65,18 +66,11 @@ def broken():
 
 @pytest.fixture(scope="module")
 def pack_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("outside-the-repo")
-    (root / "mypkg").mkdir()
-    (root / "mypkg" / "__init__.py").write_text("")
-    (root / "mypkg" / "tasks.py").write_text(textwrap.dedent(PACK))
-    return root
+    return outside.write_package(tmp_path_factory.mktemp("outside-the-repo"), {"mypkg.tasks": PACK})
 
 
-def mintgym(pack_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(pack_dir)}
-    env.pop(registration.PACKS_ENV, None)
-    return subprocess.run([sys.executable, "-m", "mintgym.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=300, cwd=pack_dir)
+def mintgym(pack_dir: Path, *args: str):
+    return outside.mintgym(*args, path=pack_dir)
 
 
 def test_rollout_of_an_outside_pack_through_the_default_backend(pack_dir, tmp_path):
@@ -109,7 +103,7 @@ def test_tasks_lists_a_pack_and_a_bad_pack_is_one_line(pack_dir):
 
 
 def _lambda_pack():
-    from environments.null import EchoTask
+    from mintgym.environments.null import EchoTask
 
     return [EchoTask(id="null/lambda-echo", instruction='Answer "ok".', family="null")]
 
