@@ -168,7 +168,7 @@ def forwarding_environment() -> dict[str, str]:
     _discover()
     refs: dict[str, str] = {}
     unforwarded: dict[str, str] = {}
-    for pack in sorted(_runtime_packs):
+    for pack in sorted(_runtime_packs & set(_pack_refs)):  # a pack may have been taken out again
         ref, why = _importable_ref(_pack_refs[pack])
         if ref is None:
             unforwarded[pack] = why
@@ -197,7 +197,7 @@ def pack_tasks(pack: str) -> list[Task]:
 def forwarding_problem(task_id: str) -> str | None:
     """Why a server started from here could not run ``task_id`` (its pack cannot be forwarded), else None."""
     pack = _task_pack.get(task_id)
-    if pack is None or pack not in _runtime_packs:
+    if pack is None or pack not in _runtime_packs or pack not in _pack_refs:
         return None
     ref, why = _importable_ref(_pack_refs[pack])
     return None if ref else f"task pack {pack!r} cannot be forwarded to an env server: {why}"

@@ -59,6 +59,9 @@ def test_unknown_task_is_one_line_and_debug_shows_the_traceback():
     (("eval", "--suite", "no-such-suite"), "unknown suite 'no-such-suite'; suites:"),
     (("eval", "--tasks", "null/echo", "--agent", "scripted", "--model", "m"), "options of the vlm agent"),
     (("rollout", "--task", "null/echo", "--agent-option", "x"), "--agent-option wants KEY=VALUE"),
+    (("rollout", "--task", "null/echo", "--agent", "vlm"), "the hf engine needs --model PATH"),
+    (("rollout", "--task", "null/echo", "--agent", "vlm", "--engine", "hf", "--model", "m", "--token-ids", "on"),
+     "--token-ids is an option of the openai engine"),
 ])
 def test_mistakes_are_one_line(tmp_path, args, said):
     bad = tmp_path / "bad.yaml"

@@ -127,3 +127,39 @@ def test_a_pack_that_cannot_be_forwarded_says_why(monkeypatch):
         registration._pack_refs.pop("test-forward-lambda", None)
         registration._runtime_packs.discard("test-forward-lambda")
         registration._all().pop("null/lambda-echo", None)
+
+
+NULL_PACK = '''
+from mintgym.environments.null import EchoTask
+
+
+def tasks():
+    return [EchoTask(id="mine/echo", instruction='Answer "ok".', family="mine")]
+'''
+
+
+def test_a_function_registered_at_run_time_reaches_a_local_server(tmp_path, monkeypatch):
+    """The issue's first complaint: register_tasks(...) then mintgym.make("mine/...") on the default backend."""
+    import importlib
+
+    import mintgym
+
+    monkeypatch.delenv(registration.PACKS_ENV, raising=False)
+    monkeypatch.syspath_prepend(str(outside.write_package(tmp_path, {"runtimepack.tasks": NULL_PACK})))
+    module = importlib.import_module("runtimepack.tasks")
+    registration.register_tasks("test-runtime-pack", module.tasks)
+    try:
+        forwarded = registration.forwarding_environment()
+        assert json.loads(forwarded[registration.PACKS_ENV])["test-runtime-pack"] == "runtimepack.tasks:tasks"
+        assert str(tmp_path) in forwarded["PYTHONPATH"].split(":")
+        env = mintgym.make("mine/echo")
+        try:
+            env.reset(seed=0)
+            _, reward, terminated, _, _ = env.step('done(answer="ok")')
+        finally:
+            env.close()
+        assert terminated and reward == 1.0
+    finally:
+        registration._pack_refs.pop("test-runtime-pack", None)
+        registration._runtime_packs.discard("test-runtime-pack")
+        registration._all().pop("mine/echo", None)
