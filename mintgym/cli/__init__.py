@@ -80,10 +80,22 @@ def main() -> None:
 
     tune_malloc()  # every command moves frames: keep their buffers mapped (see mintgym.allocator)
     try:
-        app()
+        code = app(standalone_mode=False)
     except Exception as err:  # noqa: BLE001 -- the last stop: one line unless --debug
+        kinds = {c.__name__ for c in type(err).__mro__}
+        if "ClickException" in kinds:  # typer's (vendored) click: a usage mistake, a missing or malformed option
+            if "UsageError" in kinds and "NoArgsIsHelpError" not in kinds:
+                where = err.ctx.command_path if getattr(err, "ctx", None) is not None else "mintgym"
+                print(f"error: {err.format_message()} (see `{where} --help`)", file=sys.stderr)
+            else:
+                err.show()
+            sys.exit(err.exit_code)
+        if "Abort" in kinds:
+            print("aborted", file=sys.stderr)
+            sys.exit(130)
         if os.environ.get(DEBUG_ENV):
             raise
         message, code = one_line(err)
         print(f"error: {message}", file=sys.stderr)
         sys.exit(code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -98,8 +98,7 @@ def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, w
         found = [t for t in found if t.domain == domain or t.id.startswith(domain.rstrip("/") + "/")]
         if not found:
             known = ", ".join(registration.domains())
-            typer.echo(f"no tasks for {domain!r}; domains: {known}", err=True)
-            raise typer.Exit(2)
+            raise fail(f"no tasks for {domain!r}; domains: {known} (or an id prefix such as miniwob)")
     reasons: dict[str, int] = {}
     blocked = {d: domain_unavailable(d) for d in {t.domain for t in found}}
     for t in found:

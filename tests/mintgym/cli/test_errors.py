@@ -72,6 +72,18 @@ def test_mistakes_are_one_line(tmp_path, args, said):
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1 and said in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("args, said", [
+    (("rollout",), "Missing option '--task'. (see `"),
+    (("eval", "--nosuch"), "No such option: --nosuch"),
+    (("check",), "Missing argument 'target'."),
+    (("tasks", "nosuch"), "no tasks for 'nosuch'; domains: "),
+])
+def test_usage_mistakes_are_one_line(args, said):
+    proc = mintgym(*args)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+    assert said in proc.stderr, proc.stderr
+
+
 def test_android_without_a_device_is_one_line_and_listed_as_not_runnable():
     no_adb = {"MINTGYM_ADB": "/nonexistent/adb"}
     proc = mintgym("rollout", "--task", "android/SystemWifiTurnOn", env=no_adb)
