@@ -35,7 +35,10 @@ import psutil
 
 INIT_SCRIPT = Path(__file__).with_name("session_init.py")
 TOOLS = ("unshare", "nsenter", "setpriv")
-#: Sockets of the container runtime a session must never reach.
+#: System folders replaced by an empty one in the session: the host's run-time state (daemons' sockets, pid
+#: files, the docker daemon's and other servers' folders). The session keeps its own XDG_RUNTIME_DIR.
+EMPTIED = ("/run",)
+#: Sockets of the container runtime a session must never reach (where they live outside /run).
 CONTROL_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/mintgym-docker.sock",
                    "/run/containerd/containerd.sock")
 #: Folders never hidden, whatever the project's location: the session needs the system to run apps.
@@ -98,7 +101,7 @@ class SessionNamespace:
                 "unshare", "--pid", "--fork", "--kill-child", "--net", "--mount", "--propagation", "private",
                 "--mount-proc", "--", sys.executable, "-I", "-S", str(INIT_SCRIPT),
                 "--root", str(root), "--display", str(display), "--tmp-size", tmp_size]
-        for path in hide:
+        for path in (*EMPTIED, *hide):
             argv += ["--hide", path]
         for path in CONTROL_SOCKETS:
             argv += ["--mask", path]

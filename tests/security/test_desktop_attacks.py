@@ -371,3 +371,37 @@ async def test_a_user_namespace_cannot_uncover_what_the_session_must_not_see(pai
     assert "done" in lines[-1]
     assert "0" in lines or "No such file" in out
     assert b.sandbox.name not in out.replace(f"{b.sandbox.root.parent}", "")
+
+
+#: More things a shell in the session tries; each command must print "contained" (the attack failed).
+SHELL_ATTACKS = {
+    "read init's environment": "cat /proc/1/environ >/dev/null 2>&1 && echo leaked || echo contained",
+    "read the kernel log": "cat /dev/kmsg >/dev/null 2>&1 & sleep 0.3; kill %1 2>/dev/null; "
+                           "dmesg >/dev/null 2>&1 && echo leaked || echo contained",
+    "raw memory": "head -c1 /dev/mem >/dev/null 2>&1 && echo leaked || echo contained",
+    "write to /etc": "touch /etc/mintgym-pwned 2>/dev/null && echo leaked || echo contained",
+    "bind a privileged port": "python3 -c 'import socket; socket.socket().bind((\"127.0.0.1\", 80))' 2>/dev/null "
+                              "&& echo leaked || echo contained",
+    "become root with su": "su -c id root </dev/null >/dev/null 2>&1 && echo leaked || echo contained",
+    "signal the X server": "pkill -9 Xvfb 2>/dev/null; pgrep Xvfb >/dev/null && echo leaked || echo contained",
+    "see host mounts": "grep -q ' /work\\| /root ' /proc/self/mountinfo && ls /root >/dev/null 2>&1 "
+                       "&& echo leaked || echo contained",
+    "read the server's token file": "cat /proc/*/root/run/mintgym* 2>/dev/null | grep -q . && echo leaked "
+                                    "|| echo contained",
+    "another display's abstract socket": "python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                                         "s.connect('\\0/tmp/.X11-unix/X{other}')\" 2>/dev/null && echo leaked "
+                                         "|| echo contained",
+    "host sockets under /run": "ls /run/*.sock /var/run/*.sock 2>/dev/null | while read s; do "
+                               "python3 -c \"import socket,sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])\" "
+                               "$s 2>/dev/null && echo leaked; done; echo contained",
+    "mount a filesystem": "mount -t tmpfs none /tmp 2>/dev/null && echo leaked || echo contained",
+}
+
+
+@pytestmark_async
+@pytest.mark.parametrize("attack", sorted(SHELL_ATTACKS))
+async def test_shell_attacks_are_contained(pair, attack):
+    a, b = pair
+    out = await sh(a, SHELL_ATTACKS[attack].replace("{other}", str(b.xserver.number)))
+    assert "leaked" not in out and out.strip().endswith("contained"), out
+    assert await a.alive() and await b.alive()
