@@ -27,7 +27,8 @@ def test_image_contract():
     assert re.search(r"^ARG BASE_IMAGE=debian:bookworm-slim$", text, re.MULTILINE)
     assert re.search(r"^USER 10001", text, re.MULTILINE)
     assert "HEALTHCHECK" in text and "healthcheck.py" in text
-    assert '"serve", "desktop", "--host", "0.0.0.0", "--port", "8000"' in text
+    assert "MINTGYM_DOMAIN=desktop" in text  # served by the shared entrypoint, like every image
+    assert 'ENTRYPOINT ["tini", "--", "/usr/local/lib/mintgym/entrypoint.sh"]' in text
     for package in ("xvfb", "openbox", "xterm", "mousepad", "libreoffice-calc", "libreoffice-writer", "feh",
                     "python3-xlib"):
         assert re.search(rf"\b{package}\b", text), package
