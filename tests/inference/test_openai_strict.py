@@ -132,3 +132,12 @@ def test_eval_exits_nonzero_when_every_episode_errored(strict, tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: every episode errored (2)") and "--token-ids auto" in last
     assert "0/2 succeeded" in proc.stdout and "2 of 2 episodes errored" in proc.stdout
+
+
+def test_rollout_takes_the_same_engine_options(strict, tmp_path):
+    url, _ = strict
+    cmd = [sys.executable, "-m", "mintgym.cli", "rollout", "--task", "null/echo", "--agent", "vlm", "--model-url",
+           f"{url}/nologprobs/v1", "--token-ids", "off", "--out", str(tmp_path / "r")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "1/1 succeeded, 0 errored" in proc.stdout and "refuses" not in proc.stderr  # off: never asked
