@@ -55,11 +55,12 @@ def make_agent(name: str, **options: Any):
     """A new agent: ``name`` is a built-in agent or ``module:Class``/``module:factory``, called with ``options``."""
     factory = agent_factory(name)
     try:
-        agent = factory(**options)
+        inspect.signature(factory).bind(**options)
     except TypeError as err:
-        if options and "argument" in str(err):
-            raise ValueError(f"agent {name!r} does not take the options {sorted(options)}: {err}") from None
-        raise
+        raise ValueError(f"agent {name!r} does not take the options {sorted(options)}: {err}") from None
+    except ValueError:
+        pass  # no signature to check (a builtin): calling it will tell
+    agent = factory(**options)
     check_agent(agent, name)
     return agent
 

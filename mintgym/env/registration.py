@@ -121,7 +121,9 @@ def add_pack(spec: str) -> str:
     if not callable(factory):
         raise RegistrationError(f"task pack {ref!r} is a {type(factory).__name__}, not a function returning tasks")
     name = name or module
-    register_tasks(name, ref)
+    _discover()
+    if _pack_refs.get(name) != ref:  # the same pack given twice (or also in $MINTGYM_PACKS) loads once
+        register_tasks(name, ref)
     _all()
     if name in broken_packs:
         raise RegistrationError(f"task pack {ref!r} failed to load: {broken_packs[name]}")
