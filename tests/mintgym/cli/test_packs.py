@@ -119,6 +119,14 @@ def test_a_pack_that_cannot_be_forwarded_says_why(monkeypatch):
         assert "lambda" in why and "module-level function" in why
         assert "cannot be forwarded" in registration.forwarding_problem("null/lambda-echo")
         assert registration.forwarding_problem("null/echo") is None
+        import mintgym  # through a local server: it answers the lambda's task with the pack and why
+
+        client = mintgym.make("null/lambda-echo")
+        try:
+            with pytest.raises(Exception, match="could not be forwarded: test-forward-lambda: .*lambda"):
+                client.reset(seed=0)
+        finally:
+            client.close()
         # what the server started with that environment answers for the lambda's task
         monkeypatch.setenv(registration.UNFORWARDED_ENV, env[registration.UNFORWARDED_ENV])
         with pytest.raises(KeyError, match="could not be forwarded: test-forward-lambda: .*lambda"):
