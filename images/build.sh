@@ -86,6 +86,16 @@ if [[ ! -f "$house/.complete" ]]; then
 fi
 rm -rf "$ctx/wheels/deps" && cp -a "$house" "$ctx/wheels/deps" && rm -f "$ctx/wheels/deps/.complete"
 
+# 2b. Packages installed without their dependencies, declared as `# mintgym-nodeps: NAME==VERSION ...`
+#     (desktop-env: OSWorld's metric code, whose pins clash with ours; see README "OSWorld scoring").
+nodeps="$(sed -n 's/^# mintgym-nodeps:[[:space:]]*//p' "$HERE/$name/Dockerfile" | head -n 1)"
+rm -rf "$ctx/wheels/nodeps" && mkdir -p "$ctx/wheels/nodeps"
+if [[ -n "$nodeps" ]]; then
+    # shellcheck disable=SC2086  # one word per requirement
+    $PIP wheel --quiet --no-deps -w "$ctx/wheels/nodeps" $nodeps >"$CACHE/nodeps.log" 2>&1 \
+        || { cat "$CACHE/nodeps.log" >&2; die "building the no-deps wheels ($nodeps) failed"; }
+fi
+
 # 3. The image's own files and the shared entrypoint/healthcheck.
 rm -rf "$ctx/files" && mkdir -p "$ctx/files"
 cp "$HERE/common/"* "$ctx/files/"

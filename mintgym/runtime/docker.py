@@ -28,6 +28,7 @@ import socket
 import threading
 import uuid
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal
 
 import psutil
@@ -71,6 +72,9 @@ class DockerConfig:
     request_timeout: float = 60.0
     #: Device paths to pass through (``/dev/kvm`` for the android image).
     devices: list[str] = field(default_factory=list)
+    #: Host folders mounted read-only in the container: host path -> container path (task data, such as
+    #: an OSWorld ``evaluation_examples`` folder named by ``environment={"MINTGYM_OSWORLD_ROOT": ...}``).
+    volumes: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> DockerConfig:
@@ -164,6 +168,9 @@ class DockerProvider(Provider):
             run_kwargs["mem_limit"] = cfg.memory
         if cfg.devices:
             run_kwargs["devices"] = [f"{d}:{d}:rwm" for d in cfg.devices]
+        if cfg.volumes:
+            run_kwargs["volumes"] = {str(Path(host).resolve()): {"bind": inside, "mode": "ro"}
+                                     for host, inside in cfg.volumes.items()}
         labels = {LABEL_MANAGED: "true", LABEL_RUN: self.run_id, LABEL_DOMAIN: domain, **_owner_identity()}
         name = f"mintgym-{domain}-{self.run_id}-{uuid.uuid4().hex[:6]}"
         command = ["--request-timeout", str(request_timeout), "--host-options", json.dumps(host_options)]
