@@ -9,7 +9,7 @@ import numpy as np
 
 Domain = Literal["web", "desktop", "android", "pytool"]
 DOMAINS: tuple[str, ...] = ("web", "desktop", "android", "pytool")
-SIDE_CHANNELS: tuple[str, ...] = ("text", "a11y")
+SIDE_CHANNELS: tuple[str, ...] = ("text", "a11y", "dom")
 
 
 @dataclass
@@ -17,7 +17,7 @@ class Observation:
     """What an agent sees: the pixels it acts on, plus the goal and where it is in the episode.
 
     ``screenshot`` is RGB uint8 of shape (H, W, 3); action coordinates are in these pixels.
-    ``text`` and ``a11y`` are side channels, filled only when asked for.
+    ``text``, ``a11y`` and ``dom`` (pruned HTML, web) are side channels, filled only when asked for.
     """
 
     screenshot: np.ndarray
@@ -27,6 +27,7 @@ class Observation:
     frame_id: str
     text: str | None = None
     a11y: str | None = None
+    dom: str | None = None
     #: Set when this frame shows the screen region (x1, y1, x2, y2) enlarged after a ``zoom``;
     #: action coordinates still refer to the full screen.
     zoom: tuple[int, int, int, int] | None = None

@@ -35,8 +35,8 @@ class FrameOptions(Strict):
 
 
 class CreateSessionRequest(Strict):
-    #: Side channels to fill in every observation: "text", "a11y".
-    side_channels: list[Literal["text", "a11y"]] = Field(default_factory=list)
+    #: Side channels to fill in every observation: "text", "a11y", "dom".
+    side_channels: list[Literal["text", "a11y", "dom"]] = Field(default_factory=list)
     #: Options passed to the environment host's create() (e.g. a viewport for web).
     env_options: dict[str, Any] = Field(default_factory=dict)
 
@@ -72,6 +72,7 @@ class ObservationMeta(Strict):
     encoding: Encoding
     text: str | None = None
     a11y: str | None = None
+    dom: str | None = None
     zoom: tuple[int, int, int, int] | None = None
     last_error: str | None = None
 
@@ -131,7 +132,7 @@ def frame_parts(obs: Observation, options: FrameOptions, reward: float = 0.0, te
     meta = FrameMeta(
         observation=ObservationMeta(
             instruction=obs.instruction, domain=obs.domain, step=obs.step, frame_id=obs.frame_id,
-            shape=tuple(obs.screenshot.shape), encoding=options.encoding, text=obs.text, a11y=obs.a11y,
+            shape=tuple(obs.screenshot.shape), encoding=options.encoding, text=obs.text, a11y=obs.a11y, dom=obs.dom,
             zoom=obs.zoom, last_error=obs.last_error,
         ),
         reward=reward, terminated=terminated, truncated=truncated, info=info or {},
@@ -152,5 +153,5 @@ def unpack_frame(payload: bytes) -> tuple[Observation, FrameMeta]:
     o = meta.observation
     shot = decode_image(payload[8 + length:], o.encoding, o.shape)
     obs = Observation(screenshot=shot, instruction=o.instruction, domain=o.domain, step=o.step,
-                      frame_id=o.frame_id, text=o.text, a11y=o.a11y, zoom=o.zoom, last_error=o.last_error)
+                      frame_id=o.frame_id, text=o.text, a11y=o.a11y, dom=o.dom, zoom=o.zoom, last_error=o.last_error)
     return obs, meta

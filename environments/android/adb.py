@@ -101,7 +101,10 @@ async def run_adb(binary: str, port: int, args: list[str], timeout: float = DEFA
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
     except TimeoutError:
-        proc.kill()
+        try:
+            proc.kill()
+        except ProcessLookupError:  # it exited just as the timeout fired (uvloop raises here)
+            pass
         await proc.wait()
         raise AdbTimeout(f"`adb {' '.join(args)}` did not finish within {timeout:g} s") from None
     return AdbResult(proc.returncode if proc.returncode is not None else -1, out, err)

@@ -119,6 +119,25 @@ def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, w
             typer.echo(f"  {count:4d}  {kind}", err=True)
 
 
+CLIENT_TOKEN_HELP = ("file holding the env server's bearer token; or set MINTGYM_TOKEN (never a token on the "
+                     "command line, where ps shows it to every local user)")
+
+
+def client_token(token_file: Optional[Path]) -> Optional[str]:
+    """The bearer token a client sends: from ``--token-file``, else ``$MINTGYM_TOKEN``; one-line error."""
+    import os
+
+    if token_file is None:
+        return os.environ.get("MINTGYM_TOKEN") or None
+    try:
+        token = token_file.read_text().strip()
+    except OSError as err:
+        raise typer.BadParameter(f"cannot read the token file {token_file}: {err.strerror}") from None
+    if not token:
+        raise typer.BadParameter(f"the token file {token_file} is empty")
+    return token
+
+
 def _use_osworld_root(path: Optional[Path]) -> None:
     """Point the osworld pack (here and in the env servers started from here) at ``path``; one-line error."""
     import os
@@ -197,7 +216,7 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
             out: Path = typer.Option(Path("runs/rollout"), help="run directory"),
             backend: str = typer.Option("local", help="local | docker | ray"),
             base_url: Optional[str] = typer.Option(None, help="use a running env server instead"),
-            token: Optional[str] = typer.Option(None, envvar="MINTGYM_TOKEN"),
+            token_file: Optional[Path] = typer.Option(None, "--token-file", help=CLIENT_TOKEN_HELP),
             osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP),
             agent_choice: AgentChoice = None) -> None:
     """Run episodes of one task with an agent and record their trajectories."""
@@ -229,7 +248,7 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
                    f"steps={len(traj.steps)}{note}")
 
     try:
-        with _server(domain, backend, base_url, token) as (url, tok):
+        with _server(domain, backend, base_url, client_token(token_file)) as (url, tok):
             trajs = asyncio.run(run_jobs(url, jobs, built.make, concurrency=concurrency, run_dir=out,
                                          token=tok, on_done=report))
     finally:

@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from mintgym.cli.agent_options import AgentChoice, build_agent, fail, use_packs, with_agent_options
+from mintgym.cli.core import CLIENT_TOKEN_HELP, client_token
 
 #: Suites over a local dataset (``--data``), run by their benchmark's own harness instead of env servers.
 DATA_HARNESSES = {
@@ -42,7 +43,7 @@ def evaluate(
     out: Path = typer.Option(Path("runs/eval"), help="output directory (re-running resumes it)"),
     backend: str = typer.Option("local", help="runtime that starts env servers: local | docker | ray"),
     env_url: list[str] = typer.Option([], "--env-url", help="a running env server: URL, or DOMAIN=URL (repeatable)"),
-    token: str | None = typer.Option(None, envvar="MINTGYM_TOKEN", help="the env server's bearer token"),
+    token_file: Path | None = typer.Option(None, "--token-file", help=CLIENT_TOKEN_HELP),
     max_seconds: float | None = typer.Option(None, help="wall-clock budget of one episode"),
     retry_errors: bool = typer.Option(False, help="re-run episodes that ended in error instead of keeping them"),
     progress: bool = typer.Option(True, help="show a progress bar"),
@@ -95,7 +96,7 @@ def evaluate(
                         max_steps=max_steps, max_seconds=max_seconds, engine=built_engine)
         return
     config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
-                        env_url=urls, token=token, max_seconds=max_seconds, retry_errors=retry_errors,
+                        env_url=urls, token=client_token(token_file), max_seconds=max_seconds, retry_errors=retry_errors,
                         progress=progress, describe=describe)
     try:
         results = run_eval(benchmark, make_agent, config)

@@ -115,6 +115,7 @@ class Episode:
             frame_id=f"{self.episode_id}-{self.step_count}",
             text=channels.get("text"),
             a11y=channels.get("a11y"),
+            dom=channels.get("dom"),
             zoom=zoom,
             last_error=last_error,
         )

@@ -102,3 +102,22 @@ def test_missing_adb_binary_is_a_backend_error():
 
 def test_entry_point_names_the_android_host():
     assert registration.host_class("android") is AndroidHost
+
+
+async def test_a_call_that_ends_just_as_its_timeout_fires_is_a_timeout_not_a_crash(monkeypatch):
+    """The process exits between the timeout and the kill: killing it raised ProcessLookupError (uvloop
+    does; so does asyncio once the transport is closed) and the CLI showed a long traceback."""
+    import asyncio
+
+    from mintgym.environments.android import adb
+
+    real_wait_for = asyncio.wait_for
+
+    async def late_timeout(awaitable, timeout):
+        await real_wait_for(awaitable, timeout)  # the command finishes...
+        await asyncio.sleep(0.1)
+        raise TimeoutError  # ...and only then the timeout fires
+
+    monkeypatch.setattr(adb.asyncio, "wait_for", late_timeout)
+    with pytest.raises(adb.AdbTimeout):
+        await run_adb("/bin/true", free_port(), [], timeout=5)

@@ -296,3 +296,15 @@ def test_click_button_box_contains_the_oracles_click_point(made, seed):
     assert x1 <= oracle["x"] < x2 and y1 <= oracle["y"] < y2, (buttons[0], oracle)
     _obs, reward, terminated, _truncated, _info = made.step(oracle)
     assert terminated and reward == 1.0
+
+
+def test_the_dom_channel_reaches_the_client_through_the_default_backend():
+    import mintgym
+
+    env = mintgym.make("miniwob/click-button", side_channels=("dom",))
+    try:
+        obs, _info = env.reset(seed=0)
+        assert obs["dom"].startswith("<body") and "button" in obs["dom"]
+        assert env.observation_space.contains({**obs, "screenshot": np.asarray(obs["screenshot"])})
+    finally:
+        env.close()

@@ -80,7 +80,7 @@ async def test_unavailable_task_refuses_reset():
 
 def test_unknown_side_channel_is_rejected():
     with pytest.raises(ValueError, match="unknown side channels"):
-        Episode(NullEnvironment(), frozenset({"dom"}))
+        Episode(NullEnvironment(), frozenset({"html"}))
 
 
 async def test_the_next_observation_carries_the_refusal_then_clears_it():

@@ -1,0 +1,54 @@
+"""Clients take the env server's token from a file or $MINTGYM_TOKEN, never from the command line."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+
+@pytest.fixture
+def guarded_server(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "MINTGYM_TOKEN": "s3cret-token"}
+    proc = subprocess.Popen([sys.executable, "-m", "mintgym.cli", "serve", "null", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def _rollout(url, tmp_path, *extra, env=None):
+    env = {k: v for k, v in (env or os.environ).items() if k != "MINTGYM_TOKEN"} | (env or {})
+    return subprocess.run([sys.executable, "-m", "mintgym.cli", "rollout", "--task", "null/echo", "--agent", "random",
+                           "--base-url", url, "--out", str(tmp_path / "run"), *extra],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_a_token_file_or_the_environment_reaches_a_guarded_server(guarded_server, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("s3cret-token\n")
+    token.chmod(0o600)
+    assert _rollout(guarded_server, tmp_path, "--token-file", str(token)).returncode == 0
+    assert _rollout(guarded_server, tmp_path, env={**os.environ, "MINTGYM_TOKEN": "s3cret-token"}).returncode == 0
+    denied = _rollout(guarded_server, tmp_path)
+    assert denied.returncode != 0
+
+
+def test_a_token_on_the_command_line_is_refused(guarded_server, tmp_path):
+    done = _rollout(guarded_server, tmp_path, "--token", "s3cret-token")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    missing = _rollout(guarded_server, tmp_path, "--token-file", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "nope" in missing.stderr
