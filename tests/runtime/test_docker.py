@@ -238,30 +238,22 @@ def test_desktop_episodes_in_the_desktop_image(docker_images):
 
     tag = TAG.format(name="desktop")
     _script("images/build.sh", "desktop", "--base", BASE, "--tag", tag, "--network", "host", timeout=3000)
-    env = make("desktop/terminal-file-v0", backend="docker", encoding="raw", backend_options={
-        "docker_host": DOCKER_HOST, "network": "host", "pull": "never", "image": tag})
-    try:
-        env.reset(seed=0)
-        assert env.evaluate() == 0.0
-        _run_oracle_episode_from_reset(env)
-    finally:
-        env.close()
-    # An OSWorld task: the data folder mounted read-only, OSWorld's own metric code in the image.
+    tasks = {"desktop/terminal-file-v0": {}}
     from mintgym.environments.desktop.osworld.loader import osworld_root
 
     root = osworld_root()
-    if root is None:
-        pytest.skip("the OSWorld data is not present")
-    env = make("osworld/gimp/7b7617bd-57cc-468e-9c91-40c4ec2bcb3d", backend="docker", encoding="raw",
-               backend_options={"docker_host": DOCKER_HOST, "network": "host", "pull": "never", "image": tag,
-                                "volumes": {str(root): "/data/osworld"},
-                                "environment": {"MINTGYM_OSWORLD_ROOT": "/data/osworld"}})
-    try:
-        env.reset(seed=0)
-        assert env.evaluate() == 0.0
-        _run_oracle_episode_from_reset(env)
-    finally:
-        env.close()
+    if root is not None:  # an OSWorld task: its data mounted read-only, OSWorld's own metric code in the image
+        tasks["osworld/gimp/7b7617bd-57cc-468e-9c91-40c4ec2bcb3d"] = {
+            "volumes": {str(root): "/data/osworld"}, "environment": {"MINTGYM_OSWORLD_ROOT": "/data/osworld"}}
+    for task_id, extra in tasks.items():
+        env = make(task_id, backend="docker", encoding="raw", backend_options={
+            "docker_host": DOCKER_HOST, "network": "host", "pull": "never", "image": tag, **extra})
+        try:
+            env.reset(seed=0)
+            assert env.evaluate() == 0.0, task_id
+            _run_oracle_episode_from_reset(env)
+        finally:
+            env.close()
 
 
 def _run_oracle_episode_from_reset(env) -> None:
