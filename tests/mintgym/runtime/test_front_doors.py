@@ -72,3 +72,20 @@ def test_cli_rollout_of_a_desktop_task_scores_one(task_id, tmp_path):
     steps = [json.loads(line) for path in Path(out).rglob("*.jsonl") for line in path.read_text().splitlines()
              if line.strip()]
     assert steps and not any(s.get("error") for s in steps if isinstance(s, dict) and "index" in s)
+
+
+@pytest.mark.desktop
+@pytest.mark.skipif(not HAS_X or shutil.which("unshare") is None, reason="Xvfb and unshare are needed")
+@pytest.mark.parametrize("task_id", ["desktop/terminal-file-v0", GIMP_TASK])
+def test_cli_rollout_as_a_non_root_user(task_id, tmp_path):
+    """The same front door run by an ordinary user (here: ``nobody`` in a user namespace of our own, so the
+    files we own stay readable); the desktop then falls back to one process group per session."""
+    _task_available(task_id)
+    probe = subprocess.run(["unshare", "--user", "--map-user=65534", "--map-group=65534", "id", "-u"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0 or probe.stdout.strip() != "65534":
+        pytest.skip(f"user namespaces are not available here: {probe.stderr.strip()}")
+    done = subprocess.run(["unshare", "--user", "--map-user=65534", "--map-group=65534", "--", sys.executable, "-m",
+                           "mintgym.cli", "rollout", "--task", task_id, "--agent", "scripted", "--episodes", "1",
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0 and "1/1 succeeded" in done.stdout, done.stdout + done.stderr
