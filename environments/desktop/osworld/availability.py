@@ -26,7 +26,6 @@ KNOWN_BLOCKERS = {
 STEP_NEEDS = {
     "googledrive": "needs a Google Drive account",
     "login": "needs an online account login",
-    "update_browse_history": "edits Chrome's history database of the VM image",
 }
 SCHEMA_DIR = Path("/usr/share/glib-2.0/schemas")
 

@@ -159,6 +159,60 @@ async def shortcuts_on_desktop(env: DesktopEnvironment, config: dict) -> dict[st
     return found
 
 
+#: OSWorld's empty Chrome history database (the file cache may hold it; else the session's Chromium makes one).
+EMPTY_HISTORY_URL = ("https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main/chrome/"
+                     "44ee5668-ecd5-4366-a6ce-c1c9b8d4e938/history_empty.sqlite?download=true")
+#: Chrome's transition code OSWorld records visits with (a typed link, chain start and end).
+VISIT_TRANSITION = 805306368
+
+
+async def update_browse_history(env: DesktopEnvironment, items: list[dict], task_id: str = "shared") -> None:
+    """``update_browse_history``: the profile's History database replaced by an empty one holding ``items``
+    (``url``, ``title``, ``visit_time_from_now_in_seconds``), with OSWorld's rows and Chrome's timestamps
+    (microseconds since 1601-01-01)."""
+    import datetime
+    import tempfile
+
+    from mintgym.environments.desktop.osworld import files
+
+    try:
+        empty = await asyncio.to_thread(files.fetch, EMPTY_HISTORY_URL, "history_empty.sqlite", task_id)
+    except files.DownloadUnavailable:
+        empty = await _fresh_history(env)
+    with tempfile.TemporaryDirectory() as tmp:
+        db_path = f"{tmp}/History"
+        with open(db_path, "wb") as out:
+            out.write(empty)
+        epoch = datetime.datetime(1601, 1, 1)
+        with sqlite3.connect(db_path) as db:
+            db.execute("DELETE FROM visits")  # empty, as OSWorld's template is (ours visited one page)
+            db.execute("DELETE FROM urls")
+            for item in items:
+                visited = datetime.datetime.now() - datetime.timedelta(seconds=float(item["visit_time_from_now_in_seconds"]))
+                stamp = int((visited - epoch).total_seconds() * 1_000_000)
+                row = db.execute("INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden) "
+                                 "VALUES (?, ?, 1, 0, ?, 0)", (item["url"], item["title"], stamp))
+                db.execute("INSERT INTO visits (url, visit_time, from_visit, transition, segment_id, visit_duration) "
+                           "VALUES (?, ?, 0, ?, 0, 0)", (row.lastrowid, stamp, VISIT_TRANSITION))
+        with open(db_path, "rb") as done:
+            env.write_bytes(f"{PROFILE}/History", done.read())
+
+
+async def _fresh_history(env: DesktopEnvironment, timeout: float = 30.0) -> bytes:
+    """An empty History database made by the session's own Chromium in a throwaway profile."""
+    scratch = "$HOME/.cache/mintgym/history-profile"
+    await env.run(f"rm -rf {scratch}; timeout -s KILL {int(timeout)} chromium --headless=new --no-first-run "
+                  f"--user-data-dir={scratch} file:///etc/hostname >/dev/null 2>&1 & "
+                  f"for i in $(seq {int(timeout * 5)}); do [ -s {scratch}/Default/History ] && sleep 1 && break; "
+                  "sleep 0.2; done; pkill -KILL -f -- '--user-data-dir=.*history-profile'; true",
+                  shell=True, timeout=timeout + 10)
+    data = env.read_bytes("~/.cache/mintgym/history-profile/Default/History")
+    await env.run(f"rm -rf {scratch}", shell=True, timeout=30)
+    if not data:
+        raise ChromeUnavailable("Chromium made no History database for update_browse_history")
+    return data
+
+
 GETTERS = {
     "open_tabs_info": open_tabs_info, "active_tab_info": active_tab_info,
     "active_url_from_accessTree": active_tab_url, "active_tab_url": active_tab_url,

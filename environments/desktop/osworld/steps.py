@@ -23,7 +23,7 @@ from mintgym.environments.desktop.osworld import files
 from mintgym.environments.desktop.osworld.loader import Step
 
 SUPPORTED_STEPS = ("launch", "open", "execute", "command", "sleep", "download", "activate_window", "close_window",
-                   "chrome_open_tabs", "chrome_close_tabs")
+                   "chrome_open_tabs", "chrome_close_tabs", "update_browse_history")
 #: Helper processes of OSWorld's own VM controller; nothing here needs them.
 CONTROLLER_HELPERS = ("socat",)
 #: Process names as OSWorld's Ubuntu image has them -> as this desktop has them.
@@ -175,12 +175,14 @@ async def _run_step(env: DesktopEnvironment, kind: str, params: dict, base: Path
         await asyncio.sleep(0.3)
     elif kind == "close_window":
         await env.close_window(params["window_name"])
-    elif kind in ("chrome_open_tabs", "chrome_close_tabs"):
+    elif kind in ("chrome_open_tabs", "chrome_close_tabs", "update_browse_history"):
         from mintgym.environments.desktop.osworld import chrome
 
         try:
             if kind == "chrome_open_tabs":
                 await chrome.open_tabs(env, list(params["urls_to_open"]))
+            elif kind == "update_browse_history":
+                await chrome.update_browse_history(env, list(params["history"]), task_id)
             else:
                 await chrome.close_tabs(env, list(params["urls_to_close"]))
         except chrome.ChromeUnavailable as err:

@@ -94,3 +94,14 @@ async def test_profile_getters_read_copies_of_the_profile_files(env):
     assert "Name=Site" in (await GETTERS["shortcuts_on_desktop"](env, {}))["site.desktop"]
     await env.run("ln -sf /etc/passwd ~/Desktop/evil.desktop", shell=True)
     assert "evil.desktop" not in await GETTERS["shortcuts_on_desktop"](env, {})
+
+
+async def test_update_browse_history_writes_osworlds_rows_into_the_profile(env):
+    await run_steps(env, steps({"type": "update_browse_history", "parameters": {"history": [
+        {"url": "https://www.example.org/a", "title": "Example A", "visit_time_from_now_in_seconds": 3600},
+        {"url": "https://www.example.org/b", "title": "Example B", "visit_time_from_now_in_seconds": 60}]}}))
+    rows = await GETTERS["history"](env, {})
+    assert [(url, title) for url, title, _ in rows] == [("https://www.example.org/a", "Example A"),
+                                                         ("https://www.example.org/b", "Example B")]
+    a, b = rows[-2][2], rows[-1][2]
+    assert 3500 * 1e6 < b - a < 3600 * 1e6  # Chrome time: microseconds
