@@ -65,62 +65,68 @@ def evaluate(
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
     from mintgym.cli.core import _use_osworld_root, domain_unavailable
+    from mintgym.environments.desktop.osworld.files import DOWNLOADS_VARIABLE
 
     _use_osworld_root(osworld_root)
-    if allow_internet:  # OSWorld's download steps and reference files (see mintgym.environments.desktop.osworld.files)
-        from mintgym.environments.desktop.osworld.files import DOWNLOADS_VARIABLE
-
+    previous_downloads = os.environ.get(DOWNLOADS_VARIABLE)
+    if allow_internet:  # OSWorld's download steps and reference files, for the env servers started below
         os.environ[DOWNLOADS_VARIABLE] = "1"
-    if (suite is None) == (tasks is None):
-        raise fail("give exactly one of --suite and --tasks")
-    data_harness = DATA_HARNESSES.get(suite or "")
-    if (data is None) != (data_harness is None):
-        raise fail(f"--data is for the data suites ({', '.join(DATA_HARNESSES)}), and they need it")
-    use_packs(agent_choice.packs)
     try:
-        benchmark = None if data_harness else resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
-    except (ValueError, MintGymError) as err:
-        raise fail(str(err)) from None
-    if benchmark is not None and max_steps is not None:
-        benchmark = dataclasses.replace(benchmark, max_steps=max_steps)
-    urls = _env_urls(env_url)
-    if benchmark is not None:
-        benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
-    built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before any server starts
-    describe = built.describe
-    make_agent = built.make
-    built_engine = built.engine
-    if data_harness is not None:
-        _run_data_suite(data_harness, suite, data=data, make_agent=make_agent, out=out,
-                        describe=describe, concurrency=concurrency, allow_internet=allow_internet,
-                        max_steps=max_steps, max_seconds=max_seconds, engine=built_engine)
-        return
-    config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
-                        env_url=urls, token=client_token(token_file), max_seconds=max_seconds, retry_errors=retry_errors,
-                        progress=progress, describe=describe)
-    try:
-        results = run_eval(benchmark, make_agent, config)
-    except (ValueError, MintGymError) as err:
-        raise fail(str(err).splitlines()[0]) from None
-    finally:
-        built.close()
-    overall = results["overall"]
-    if results["skipped"]:
-        typer.echo(f"skipped {len(results['skipped'])} tasks that cannot run here (see results.json)", err=True)
-    if results.get("no_oracle"):
-        typer.echo(f"skipped {len(results['no_oracle'])} tasks with no oracle (the {agent_choice.agent} agent plays "
-                   "task oracles; listed as no_oracle in results.json, not as errors)", err=True)
-    errored = overall["errors"]["count"]
-    if overall["episodes"]:
-        lo, hi = overall["success_ci95"]
-        typer.echo(f"{overall['successes']}/{overall['episodes']} succeeded ({100 * overall['success_rate']:.1f}%, "
-                   f"95% CI {100 * lo:.1f}-{100 * hi:.1f}%), mean reward {overall['mean_reward']:.3f}, "
-                   f"{errored} of {overall['episodes']} episodes errored")
-    typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
-    if overall["episodes"] and errored == overall["episodes"]:
-        reasons = overall["errors"].get("reasons") or {}
-        top = max(reasons, key=reasons.get) if reasons else "see results.json"
-        raise fail(f"every episode errored ({errored}); the most common reason: {top}", code=1)
+        if (suite is None) == (tasks is None):
+            raise fail("give exactly one of --suite and --tasks")
+        data_harness = DATA_HARNESSES.get(suite or "")
+        if (data is None) != (data_harness is None):
+            raise fail(f"--data is for the data suites ({', '.join(DATA_HARNESSES)}), and they need it")
+        use_packs(agent_choice.packs)
+        try:
+            benchmark = None if data_harness else resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
+        except (ValueError, MintGymError) as err:
+            raise fail(str(err)) from None
+        if benchmark is not None and max_steps is not None:
+            benchmark = dataclasses.replace(benchmark, max_steps=max_steps)
+        urls = _env_urls(env_url)
+        if benchmark is not None:
+            benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
+        built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before any server starts
+        describe = built.describe
+        make_agent = built.make
+        built_engine = built.engine
+        if data_harness is not None:
+            _run_data_suite(data_harness, suite, data=data, make_agent=make_agent, out=out,
+                            describe=describe, concurrency=concurrency, allow_internet=allow_internet,
+                            max_steps=max_steps, max_seconds=max_seconds, engine=built_engine)
+            return
+        config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
+                            env_url=urls, token=client_token(token_file), max_seconds=max_seconds, retry_errors=retry_errors,
+                            progress=progress, describe=describe)
+        try:
+            results = run_eval(benchmark, make_agent, config)
+        except (ValueError, MintGymError) as err:
+            raise fail(str(err).splitlines()[0]) from None
+        finally:
+            built.close()
+        overall = results["overall"]
+        if results["skipped"]:
+            typer.echo(f"skipped {len(results['skipped'])} tasks that cannot run here (see results.json)", err=True)
+        if results.get("no_oracle"):
+            typer.echo(f"skipped {len(results['no_oracle'])} tasks with no oracle (the {agent_choice.agent} agent plays "
+                       "task oracles; listed as no_oracle in results.json, not as errors)", err=True)
+        errored = overall["errors"]["count"]
+        if overall["episodes"]:
+            lo, hi = overall["success_ci95"]
+            typer.echo(f"{overall['successes']}/{overall['episodes']} succeeded ({100 * overall['success_rate']:.1f}%, "
+                       f"95% CI {100 * lo:.1f}-{100 * hi:.1f}%), mean reward {overall['mean_reward']:.3f}, "
+                       f"{errored} of {overall['episodes']} episodes errored")
+        typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
+        if overall["episodes"] and errored == overall["episodes"]:
+            reasons = overall["errors"].get("reasons") or {}
+            top = max(reasons, key=reasons.get) if reasons else "see results.json"
+            raise fail(f"every episode errored ({errored}); the most common reason: {top}", code=1)
+    finally:  # the permission lasts as long as this command (it may run in a longer-lived process)
+        if previous_downloads is None:
+            os.environ.pop(DOWNLOADS_VARIABLE, None)
+        else:
+            os.environ[DOWNLOADS_VARIABLE] = previous_downloads
 
 
 def _skip_what_cannot_run(benchmark: Any, urls: Any, domain_unavailable: Any) -> Any:

@@ -114,3 +114,16 @@ async def test_the_download_step_puts_the_file_in_the_session_as_the_session_use
         "evaluator": {"func": "infeasible"}}, Path("/x/os/e.json")).config
     with pytest.raises(ConfigStepFailed, match="huggingface.co"):
         await run_steps(env, missing, task_id="e")
+
+
+def test_allow_internet_lasts_as_long_as_the_eval_command(cache):
+    """It once stayed set in the process after an in-process `mintgym eval --allow-internet`, making every
+    download task look runnable to whatever ran next."""
+    from typer.testing import CliRunner
+
+    from mintgym.cli import app
+
+    result = CliRunner().invoke(app, ["eval", "--tasks", "null/no-such-task", "--agent", "scripted",
+                                      "--allow-internet"])
+    assert result.exit_code != 0
+    assert os.environ.get(files.DOWNLOADS_VARIABLE) is None
