@@ -88,6 +88,7 @@ class SandboxCgroup:
         if not parents:
             raise OSError(probe()[0])
         name = f"{PREFIX}{os.getpid()}-{next(_counter)}"
+        _ensure_reaper(parents)
         v2 = parents["memory"] == parents["core"]
         dirs = {role: parent / name for role, parent in parents.items()}
         made = []
@@ -202,6 +203,55 @@ class SandboxCgroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+#: Run by the reaper (standard library only): wait for this server to die, then end its sandboxes.
+_REAPER = """
+import os, sys, time
+sys.stdin.buffer.read()  # returns when the server that holds the other end of the pipe is gone
+prefix, cores, others = sys.argv[1], sys.argv[2], sys.argv[3:]
+for name in sorted(n for n in os.listdir(cores) if n.startswith(prefix)):
+    core = os.path.join(cores, name)
+    for file, value in (("cgroup.freeze", "0"), ("cgroup.kill", "1")):
+        try:
+            with open(os.path.join(core, file), "w") as f:
+                f.write(value)
+        except OSError:
+            pass
+    for _ in range(100):
+        try:
+            with open(os.path.join(core, "cgroup.procs")) as f:
+                if not f.read().split():
+                    break
+        except OSError:
+            break
+        time.sleep(0.05)
+    for parent in [cores, *others]:
+        try:
+            os.rmdir(os.path.join(parent, name))
+        except OSError:
+            pass
+"""
+_reaper = None
+
+
+def _ensure_reaper(parents: dict[str, Path]) -> None:
+    """Start, once per server process, a helper that ends this server's sandboxes when the server dies.
+
+    Between cells a sandbox is frozen, and a frozen worker whose server was SIGKILLed would never run again
+    to notice: the helper (outside every sandbox, never frozen) reads a pipe only the server holds, and at
+    its end kills and removes the server's groups (``cgroup.kill`` kills frozen processes too)."""
+    global _reaper
+    if _reaper is not None and _reaper.poll() is None:
+        return
+    import subprocess
+    import sys
+
+    core = parents["core"]
+    others = [str(p) for p in dict.fromkeys(parents.values()) if p != core]
+    _reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER, f"{PREFIX}{os.getpid()}-", str(core),
+                                *others], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
 
 def sweep_stale() -> int:
