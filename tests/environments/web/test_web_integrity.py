@@ -4,6 +4,8 @@ Chromium runs without root (with its own sandbox where the kernel allows)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import urllib.parse
 from pathlib import Path
 
@@ -49,8 +51,21 @@ async def test_pages_of_the_agents_making_cannot_fill_the_cart(env, name, page):
     await ep.step(Click(x=400, y=300))
     assert env.host.apps.get(env.session_token).shop.cart == {}
     for frame in env.context.pages:
-        assert "Steel Kettle" not in await frame.content(), f"{name} read the shop's state"
+        assert "Steel Kettle" not in await _settled_content(frame), f"{name} read the shop's state"
     assert await KETTLE.evaluate(env) == 0.0
+
+
+async def _settled_content(page) -> str:
+    """The page's HTML once the navigation the click started (a form post) has finished."""
+    for _ in range(20):
+        try:
+            await page.wait_for_load_state("load", timeout=5000)
+            return await page.content()
+        except Exception as err:  # Playwright: "the page is navigating and changing the content"
+            if "navigating" not in str(err):
+                raise
+            await asyncio.sleep(0.1)
+    return await page.content()
 
 
 async def test_the_api_answers_only_its_own_apps_pages(env):
