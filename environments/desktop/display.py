@@ -59,8 +59,9 @@ class XServer:
             read_fd, write_fd = os.pipe()
             # --pdeathsig: Xvfb dies with the server thread that started it, even on SIGKILL.
             proc = subprocess.Popen(
-                ["setpriv", "--pdeathsig", "KILL", "--", "Xvfb", f":{number}", "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp",
-                 "-noreset", "-auth", str(auth), "-displayfd", str(write_fd), "+extension", "MIT-SHM"],
+                ["setpriv", "--pdeathsig", "KILL", "--", "Xvfb", f":{number}", "-screen", "0", f"{width}x{height}x24",
+                 "-nolisten", "tcp", "-noreset", "-auth", str(auth), "-displayfd", str(write_fd),
+                 "+extension", "MIT-SHM"],
                 pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=open(sandbox.log_dir / "xvfb.log", "ab"), start_new_session=True,
             )

@@ -25,6 +25,7 @@ import ctypes.util
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -212,7 +213,7 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(5)
     except subprocess.TimeoutExpired:
         try:
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         proc.wait()

@@ -260,7 +260,7 @@ async def test_the_scorer_follows_no_link_and_reads_no_foreign_hard_link(pair):
     a, b = pair
     b.write_bytes("~/Desktop/notes.txt", b"hello desktop\n")
     task = TerminalFileTask(id="t", instruction="x")
-    await sh(a, f"ln -sf /etc/hostname ~/Desktop/notes.txt")
+    await sh(a, "ln -sf /etc/hostname ~/Desktop/notes.txt")
     assert await task.evaluate(a) == 0.0
     await sh(a, "rm -f ~/Desktop/notes.txt; mkdir -p ~/real && ln -sfn ~/real ~/Desktop2")
     os.link(b.home / "Desktop/notes.txt", a.home / "Desktop/notes.txt")  # as root: the session could not

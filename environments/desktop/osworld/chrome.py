@@ -10,7 +10,6 @@ on the server. Return values follow OSWorld's getters of the same names.
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 from typing import Any
 
@@ -27,12 +26,11 @@ class ChromeUnavailable(RuntimeError):
 
 async def ensure_browser(env: DesktopEnvironment) -> None:
     """Start ``google-chrome --remote-debugging-port=1337`` in the session unless something serves DevTools."""
-    bridge = env.devtools()
-    if await asyncio.to_thread(bridge.reachable):
+    if await _live(env):
         return
     await env.launch(["google-chrome", f"--remote-debugging-port={DEVTOOLS_PORT}"])
     deadline = asyncio.get_running_loop().time() + START_TIMEOUT
-    while not await asyncio.to_thread(bridge.reachable):
+    while not await _live(env):
         if asyncio.get_running_loop().time() > deadline:
             raise ChromeUnavailable(f"Chromium served no DevTools port {DEVTOOLS_PORT} within {START_TIMEOUT:g} s")
         await asyncio.sleep(0.3)
@@ -142,11 +140,10 @@ async def history(env: DesktopEnvironment, config: dict) -> list[tuple] | None:
 
 
 async def bookmarks(env: DesktopEnvironment, config: dict) -> dict | list | None:
-    text = env.read_text(f"{PROFILE}/Bookmarks")
-    try:
-        return json.loads(text)["roots"] if text else []
-    except (ValueError, KeyError):
-        return []
+    from mintgym.environments.desktop.osworld.getters import session_json
+
+    data = session_json(env, f"{PROFILE}/Bookmarks")
+    return data.get("roots", []) if isinstance(data, dict) else []
 
 
 async def shortcuts_on_desktop(env: DesktopEnvironment, config: dict) -> dict[str, str]:
@@ -188,7 +185,8 @@ async def update_browse_history(env: DesktopEnvironment, items: list[dict], task
             db.execute("DELETE FROM visits")  # empty, as OSWorld's template is (ours visited one page)
             db.execute("DELETE FROM urls")
             for item in items:
-                visited = datetime.datetime.now() - datetime.timedelta(seconds=float(item["visit_time_from_now_in_seconds"]))
+                ago = datetime.timedelta(seconds=float(item["visit_time_from_now_in_seconds"]))
+                visited = datetime.datetime.now() - ago
                 stamp = int((visited - epoch).total_seconds() * 1_000_000)
                 row = db.execute("INSERT INTO urls (url, title, visit_count, typed_count, last_visit_time, hidden) "
                                  "VALUES (?, ?, 1, 0, ?, 0)", (item["url"], item["title"], stamp))

@@ -52,13 +52,19 @@ async def default_video_player(env: DesktopEnvironment, config: dict) -> str:
     return result.stdout.strip()
 
 
+def session_json(env: DesktopEnvironment, path: str) -> Any:
+    """A JSON file of the session, parsed (None when it is missing, refused or not JSON)."""
+    text = env.read_text(path)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
 def chrome_prefs(env: DesktopEnvironment) -> dict:
     """Chromium's Preferences of the session's user ({} when missing or unreadable)."""
-    text = env.read_text(f"~/{CHROME_PREFS}")
-    try:
-        return json.loads(text) if text else {}
-    except ValueError:
-        return {}
+    prefs = session_json(env, f"~/{CHROME_PREFS}")
+    return prefs if isinstance(prefs, dict) else {}
 
 
 async def default_search_engine(env: DesktopEnvironment, config: dict) -> str:

@@ -4,10 +4,10 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
+
+from mintgym.runtime.providers import ServerHandle, wait_for_health
 
 
 @pytest.fixture
@@ -19,12 +19,7 @@ def guarded_server(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "mintgym.cli", "serve", "null", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    wait_for_health(ServerHandle(url, "null", "s3cret-token"), 30, alive=lambda: proc.poll() is None)
     yield url
     proc.terminate()
     proc.wait(10)
