@@ -9,7 +9,7 @@ from __future__ import annotations
 
 def tasks():
     from mintgym.environments.web.miniwob.catalog import entries
-    from mintgym.environments.web.miniwob.oracles import SOLVERS
+    from mintgym.environments.web.miniwob.oracles import SOLVERS, STEP_LIMITS
     from mintgym.environments.web.miniwob.task import FLIGHT_VIEWPORT, MiniWobTask, SolvedMiniWobTask
 
     out = []
@@ -28,6 +28,6 @@ def tasks():
             name=entry.name,
             path=entry.path,
             viewport=FLIGHT_VIEWPORT if entry.is_flight else (160, 210),
-            max_steps=50 if entry.is_flight else 25,
+            max_steps=STEP_LIMITS.get(entry.name, 50 if entry.is_flight else 25),
         ))
     return out

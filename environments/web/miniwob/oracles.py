@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 
 Solver = Callable[["WebEnvironment", str], AsyncIterator[ActionModel]]
 SOLVERS: dict[str, Solver] = {}
+#: Step limits for tasks whose oracle needs more than the pack's default (25).
+STEP_LIMITS: dict[str, int] = {}
+#: Tasks whose best reachable raw reward is below 1: name -> (maximum, why).
+MAX_REWARD: dict[str, tuple[float, str]] = {}
+#: Tasks that cannot be solved through the shared pixel actions at all: name -> why.
+UNSOLVABLE: dict[str, str] = {}
 
 
 def solver(*names: str):
@@ -222,3 +228,7 @@ async def _use_autocomplete(env, query):
     yield Key(keys=("escape",))  # close the suggestion menu so it does not cover Submit
     async for a in _click(env, "#subbtn"):
         yield a
+
+
+# The themed solver modules register themselves on import (they import ``solver`` from here).
+from mintgym.environments.web.miniwob import solvers_forms, solvers_visual, solvers_widgets  # noqa: E402,F401

@@ -1,0 +1,8 @@
+"""Oracles for MiniWoB++ widget tasks: dates, times, lists, menus, sliders, spinners, colour wheels, scrolling, text selection, flights.
+
+Each solver reads the page only to decide what to do and acts only through the shared pixel actions.
+"""
+
+from __future__ import annotations
+
+from mintgym.environments.web.miniwob.oracles import solver  # noqa: F401
