@@ -1,8 +1,159 @@
 """Oracles for MiniWoB++ text, forms, e-mail, social media, search and terminal tasks.
 
 Each solver reads the page only to decide what to do and acts only through the shared pixel actions.
+Elements are found by a read-only JS function ``(arg) => Element | null`` (see :func:`_click_el`).
 """
 
 from __future__ import annotations
 
-from mintgym.environments.web.miniwob.oracles import solver  # noqa: F401
+import asyncio
+import re
+
+from mintgym.action_spaces import Click, Key, Scroll, Type
+from mintgym.environments.web import ui
+from mintgym.environments.web.miniwob.oracles import solver
+
+# Wraps a finder ``(arg) => Element | null`` so that it returns a point of the element's visible box: its centre,
+# or when something else lies on top there (overlapping buttons), the first point of a grid over it that hits it.
+_CENTER_JS = """([finder, arg]) => {
+  const el = eval(finder)(arg);
+  if (!el) return null;
+  const r = el.getBoundingClientRect();
+  if (r.width <= 0 || r.height <= 0) return null;
+  const hits = (x, y) => { const top = document.elementFromPoint(x, y); return top !== null && el.contains(top); };
+  const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+  if (hits(cx, cy)) return [cx, cy];
+  for (let i = 1; i < 8; i++) for (let j = 1; j < 8; j++) {
+    const x = r.left + r.width * i / 8, y = r.top + r.height * j / 8;
+    if (hits(x, y)) return [x, y];
+  }
+  return [cx, cy];
+}"""
+
+
+async def _center_of(env, finder: str, arg=None) -> tuple[int, int] | None:
+    point = await env.page.evaluate(_CENTER_JS, [finder, arg])
+    return None if point is None else (int(point[0]), int(point[1]))
+
+
+async def _click_el(env, finder: str, arg=None, clicks: int = 1):
+    """Scroll the element ``finder(arg)`` returns into view with the wheel if needed, then click its centre."""
+    width, height = env.screen_size
+    for _ in range(8):
+        point = await _center_of(env, finder, arg)
+        if point is None:
+            raise LookupError(f"oracle: no visible element for {finder[:80]!r} ({arg!r})")
+        x, y = point
+        if 0 <= x < width and 0 <= y < height:
+            yield Click(x=x, y=y, clicks=clicks)
+            return
+        yield Scroll(x=width // 2, y=height // 2, dx=0, dy=y - height // 2)
+        await asyncio.sleep(0.1)
+    raise LookupError(f"oracle: could not scroll {finder[:80]!r} ({arg!r}) into view")
+
+
+async def _click(env, selector: str):
+    async for a in ui.click(env, selector, wait=False):
+        yield a
+
+
+async def _submit(env):
+    async for a in _click(env, "#subbtn"):
+        yield a
+
+
+def _quoted(query: str) -> list[str]:
+    return re.findall(r'"([^"]*)"', query)
+
+
+def _selected_names(query: str, prefix: str = "Select ") -> list[str]:
+    listed = re.match(re.escape(prefix) + r"(.*) and click Submit\.", query).group(1)
+    return [] if listed == "nothing" else [n.strip() for n in listed.split(",")]
+
+
+_LABEL_BOX = """(name) => [...document.querySelectorAll('#area label')]
+  .find((l) => l.textContent.trim() === name).querySelector('input')"""
+
+
+@solver("click-checkboxes-large", "click-checkboxes-transfer")
+async def _click_checkboxes(env, query):
+    for name in _selected_names(query):
+        async for a in _click_el(env, _LABEL_BOX, name):
+            yield a
+    async for a in _submit(env):
+        yield a
+
+
+@solver("click-checkboxes-soft")
+async def _click_checkboxes_soft(env, query):
+    # Each box's word comes from its own synonym group (the page's SYNONYMS); tick the box sharing a group.
+    finder = """(word) => {
+      const group = SYNONYMS.find((g) => g.includes(word));
+      return [...document.querySelectorAll('#area label')]
+        .find((l) => group.includes(l.textContent.trim())).querySelector('input'); }"""
+    for word in _selected_names(query, "Select words similar to "):
+        async for a in _click_el(env, finder, word):
+            yield a
+    async for a in _submit(env):
+        yield a
+
+
+_NO_ANIMATION = "() => $(':animated').length === 0"
+
+
+@solver("click-collapsible-nodelay")
+async def _click_collapsible_nodelay(env, query):
+    async for a in _click(env, "#area h3"):
+        yield a
+    await ui.wait_js(env, "() => $('.ui-accordion-content:visible').length === 1")
+    async for a in _submit(env):
+        yield a
+
+
+# The first link reading the wanted text, preferring one that is already shown.
+_LINK = """(text) => {
+  const links = [...document.querySelectorAll('.alink')].filter((e) => e.textContent === text);
+  return links.find((e) => e.getBoundingClientRect().height > 0) || links[0] || null; }"""
+
+
+@solver("click-collapsible-2", "click-collapsible-2-nodelay")
+async def _click_collapsible_2(env, query):
+    text = _quoted(query)[-1]
+    if await _center_of(env, _LINK, text) is None:
+        header = f"(text) => ({_LINK})(text).closest('div').previousElementSibling"
+        async for a in _click_el(env, header, text):
+            yield a
+        await ui.wait_js(env, f"(text) => ({_NO_ANIMATION})() && ({_LINK})(text).getBoundingClientRect().height > 0",
+                         text)
+    async for a in _click_el(env, _LINK, text):
+        yield a
+
+
+@solver("click-tab-2", "click-tab-2-easy", "click-tab-2-medium", "click-tab-2-hard")
+async def _click_tab_2(env, query):
+    text = _quoted(query)[-1]
+    exists = await env.page.evaluate(f"(text) => ({_LINK})(text) !== null", text)
+    if not exists:  # click-tab-2-medium empties tab 2; then the answer is that tab
+        async for a in _click_el(env, "() => document.querySelectorAll('.ui-tab')[1].querySelector('a')"):
+            yield a
+        return
+    if await _center_of(env, _LINK, text) is None:
+        tab = f"""(text) => {{ const id = ({_LINK})(text).closest('.ui-tabs-panel').id;
+                   return document.querySelector('#area ul a[href="#' + id + '"]'); }}"""
+        async for a in _click_el(env, tab, text):
+            yield a
+        await ui.wait_js(env, f"(text) => ({_LINK})(text).getBoundingClientRect().height > 0", text)
+    async for a in _click_el(env, _LINK, text):
+        yield a
+
+
+@solver("button-delay")
+async def _button_delay(env, query):
+    delay = float(re.search(r"wait (\d+) second", query).group(1))
+    async for a in _click_el(env, "() => document.getElementById('subbtn')"):
+        yield a
+    # The page times the gap from its ONE handler; wait out the rest of it on the page's own clock.
+    elapsed_ms = await env.page.evaluate("() => new Date().getTime() - currentTime")
+    await asyncio.sleep(max(0.0, delay - elapsed_ms / 1000))
+    async for a in _click_el(env, "() => document.getElementById('subbtn2')"):
+        yield a
