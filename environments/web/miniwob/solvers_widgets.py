@@ -5,4 +5,156 @@ Each solver reads the page only to decide what to do and acts only through the s
 
 from __future__ import annotations
 
-from mintgym.environments.web.miniwob.oracles import solver  # noqa: F401
+import re
+
+from mintgym.action_spaces import Click, Key, Move
+from mintgym.environments.web import ui
+from mintgym.environments.web.miniwob.oracles import solver
+
+# The centre of the first element matching a selector among those whose own (trimmed) text is ``text``;
+# ``within`` limits the search to the descendants of the first visible match of another selector.
+_CENTER_OF_TEXT_JS = """([within, sel, text]) => {
+  const roots = within ? [...document.querySelectorAll(within)].filter((e) => e.getClientRects().length) : [document];
+  for (const root of roots.slice(0, 1)) for (const el of root.querySelectorAll(sel)) {
+    if (el.textContent.trim() !== text) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];
+  }
+  return null;
+}"""
+
+
+async def _point_of_text(env, sel: str, text: str, within: str | None = None) -> tuple[int, int]:
+    point = await env.page.evaluate(_CENTER_OF_TEXT_JS, [within, sel, text])
+    if point is None:
+        raise LookupError(f"oracle: no visible {sel!r} reads {text!r} on {env.page.url}")
+    return point[0], point[1]
+
+
+def _arrows(key: str, count: int, held: tuple[str, ...] = ()):
+    """Press ``key`` ``count`` times, a few presses per action (with ``held`` modifiers down)."""
+    per = 5 - len(held)
+    while count > 0:
+        n = min(per, count)
+        yield Key(keys=(*held, *[key] * n))
+        count -= n
+
+
+async def _options(env, select: str) -> list[str]:
+    return await env.page.evaluate("(s) => [...document.querySelector(s).options].map((o) => o.textContent.trim())",
+                                   select)
+
+
+async def _pick_in_dropdown(env, select: str, text: str):
+    """Open a native drop-down with a click, walk to ``text`` with the arrow keys and press Enter."""
+    options = await _options(env, select)
+    current = await env.page.evaluate("(s) => document.querySelector(s).selectedIndex", select)
+    async for a in ui.click(env, select, wait=False):
+        yield a
+    target = options.index(text)
+    for a in _arrows("down" if target > current else "up", abs(target - current)):
+        yield a
+    yield Key(keys=("enter",))
+
+
+@solver("choose-list")
+async def _choose_list(env, query):
+    name = re.match(r"Select (.*) from the list and click Submit\.", query).group(1)
+    async for a in _pick_in_dropdown(env, "#options", name):
+        yield a
+    async for a in ui.click_text(env, "Submit", "#area", ("BUTTON",)):
+        yield a
+
+
+@solver("click-scroll-list")
+async def _click_scroll_list(env, query):
+    listed = re.match(r"Select (.*) from the scroll list and click Submit\.", query).group(1)
+    names = [n.strip() for n in listed.split(",")]
+    options = await _options(env, "#options")
+    # A click on the first option selects it alone; the arrow keys then move the selection (and scroll the
+    # list); ctrl+arrow moves the focus without selecting, and ctrl+space adds the focused option.
+    first = await env.page.evaluate("""() => { const r = document.querySelector('#options option').getBoundingClientRect();
+        return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)]; }""")
+    yield Click(x=first[0], y=first[1])
+    at = 0
+    for i, name in enumerate(names):
+        target = options.index(name)
+        held = ("ctrl",) if i else ()
+        for a in _arrows("down" if target > at else "up", abs(target - at), held):
+            yield a
+        if i:
+            yield Key(keys=("ctrl", "space"))
+        at = target
+    async for a in ui.click_text(env, "Submit", "#area", ("BUTTON",)):
+        yield a
+
+
+async def _hover_then_click(env, path: list[tuple[str, str | None]]):
+    """Hover each menu entry of ``path`` but the last (opening its sub-menu), then click the last.
+
+    ``path`` holds (text, selector of the menu to look in); a hovered entry's sub-menu must show before the next.
+    """
+    for i, (text, within) in enumerate(path):
+        x, y = await _point_of_text(env, "li > div", text, within)
+        if i == len(path) - 1:
+            yield Click(x=x, y=y)
+        else:
+            yield Move(x=x, y=y)
+            await ui.wait_js(env, """(t) => [...document.querySelectorAll('li > div')].some((d) => d.textContent.trim() === t
+                && d.parentElement.querySelector('ul') && d.parentElement.querySelector('ul').getClientRects().length
+                && !$(d.parentElement.querySelector('ul')).is(':animated'))""", text)
+
+
+@solver("click-menu")
+async def _click_menu(env, query):
+    names = re.match(r"Select (.*)$", query).group(1).split(">")
+    # Each level's entry is looked for among the visible entries; the names in one problem are all distinct.
+    async for a in _hover_then_click(env, [(n, None) for n in names]):
+        yield a
+
+
+@solver("click-menu-2")
+async def _click_menu_2(env, query):
+    label = _quoted_label(query)
+    if label is None:
+        icon = await env.page.evaluate("() => [...document.querySelector('#query .ui-icon').classList].find((c) => c !== 'ui-icon')")
+        label = await env.page.evaluate("""(icon) => document.querySelector('#menu .' + icon).parentElement.textContent.trim()""", icon)
+    async for a in ui.click(env, "#open-menu", wait=False):
+        yield a
+    await ui.wait_for(env, "#menu")
+    path = [("Playback", None)] if label in ("Prev", "Stop", "Play", "Next") else []
+    async for a in _hover_then_click(env, [*path, (label, None)]):
+        yield a
+
+
+def _quoted_label(query: str) -> str | None:
+    found = re.search(r'labeled "([^"]*)"', query)
+    return found.group(1) if found else None
+
+
+async def _copy_into(env, source: str, target: str):
+    """Select all of ``source``'s text, copy it, and paste it into ``target``."""
+    async for a in ui.click(env, source, wait=False):
+        yield a
+    yield Key(keys=("ctrl", "a"))
+    yield Key(keys=("ctrl", "c"))
+    async for a in ui.click(env, target, wait=False):
+        yield a
+    yield Key(keys=("ctrl", "v"))
+
+
+@solver("copy-paste")
+async def _copy_paste(env, query):
+    async for a in _copy_into(env, "#to-copy", "#answer-input"):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("copy-paste-2")
+async def _copy_paste_2(env, query):
+    index = {"1st": 1, "2nd": 2, "3rd": 3}[re.search(r"from the (\w+) text area", query).group(1)]
+    async for a in _copy_into(env, f"#text-{index}", "#answer-input"):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
