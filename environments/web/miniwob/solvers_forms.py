@@ -157,3 +157,49 @@ async def _button_delay(env, query):
     await asyncio.sleep(max(0.0, delay - elapsed_ms / 1000))
     async for a in _click_el(env, "() => document.getElementById('subbtn2')"):
         yield a
+
+
+# What an email-inbox task asks: the sender, the action and its argument. The natural-language variants keep
+# them in MiniWoB's own ``core.currentFields``; the others print them in bold in the query.
+_EMAIL_TASK_JS = """() => {
+  const f = core.currentFields;
+  if (f && f.by) {
+    const task = f.task || 'forward';
+    return {by: f.by, action: task === 'star' ? 'important' : task, arg: task === 'reply' ? f.message : f.to};
+  }
+  const bold = [...document.querySelectorAll('#query .bold')].map((b) => b.textContent);
+  const q = document.getElementById('query').textContent;
+  const action = /reply to them/.test(q) ? 'reply' : /forward that email/.test(q) ? 'forward'
+    : /trash icon/.test(q) ? 'delete' : 'important';
+  return {by: bold[0], action, arg: bold[1]};
+}"""
+_THREAD = """([name, part]) => {
+  const row = [...document.querySelectorAll('#main .email-thread')]
+    .find((t) => t.querySelector('.email-sender').textContent === name);
+  return part ? row.querySelector(part) : row; }"""
+
+
+@solver("email-inbox", "email-inbox-delete", "email-inbox-forward", "email-inbox-forward-nl",
+        "email-inbox-forward-nl-turk", "email-inbox-important", "email-inbox-nl-turk", "email-inbox-noscroll",
+        "email-inbox-reply", "email-inbox-star-reply")
+async def _email_inbox(env, query):
+    task = await env.page.evaluate(_EMAIL_TASK_JS)
+    name, action, arg = task["by"], task["action"], task["arg"]
+    if action in ("delete", "important"):  # the row's own trash / star icon
+        part = ".email-actions .trash" if action == "delete" else ".email-actions .star"
+        async for a in _click_el(env, _THREAD, [name, part]):
+            yield a
+        return
+    async for a in _click_el(env, _THREAD, [name, None]):
+        yield a
+    await ui.wait_for(env, "#email")
+    button, field, send = ((".email-reply", "#reply-text", "#send-reply") if action == "reply"
+                           else (".email-forward", ".forward-sender", "#send-forward"))
+    async for a in _click(env, f"#email {button}"):
+        yield a
+    await ui.wait_for(env, field)
+    async for a in _click(env, field):
+        yield a
+    yield Type(text=arg)
+    async for a in _click(env, send):
+        yield a
