@@ -203,3 +203,104 @@ async def _email_inbox(env, query):
     yield Type(text=arg)
     async for a in _click(env, send):
         yield a
+
+
+async def _type_into(env, selector: str, text: str):
+    async for a in _click(env, selector):
+        yield a
+    yield Type(text=text)
+
+
+@solver("find-word")
+async def _find_word(env, query):
+    index = int(re.search(r"(\d+)(?:st|nd|rd|th) word", query).group(1)) - 1
+    words = (await env.page.evaluate("() => document.querySelector('#area p').textContent")).split()
+    async for a in _type_into(env, "#answer-input", re.sub(r"[^a-zA-Z]", "", words[index])):
+        yield a
+    async for a in _submit(env):
+        yield a
+
+
+async def _set_slider(env, selector: str, value: int):
+    """Click a horizontal jQuery UI slider's track where ``value`` lies, then step with the arrow keys."""
+    track = await env.page.evaluate(
+        """(sel) => { const s = $(sel), r = s[0].getBoundingClientRect();
+             return [r.left, r.top + r.height / 2, r.width, s.slider('option', 'min'), s.slider('option', 'max')]; }""",
+        selector)
+    left, y, width, low, high = track
+    yield Click(x=int(left + width * (value - low) / (high - low)), y=int(y))
+    for _ in range(high - low):
+        now = await env.page.evaluate("(sel) => $(sel).slider('value')", selector)
+        if now == value:
+            return
+        yield Key(keys=("arrowright" if now < value else "arrowleft",))
+    raise LookupError(f"oracle: the slider {selector!r} did not reach {value}")
+
+
+@solver("form-sequence")
+async def _form_sequence(env, query):
+    value, box = re.search(r"Select (-?\d+) with the slider, click the (\d)", query).groups()
+    async for a in _set_slider(env, "#slider", int(value)):
+        yield a
+    async for a in _click(env, f"#checkbox-{box}"):
+        yield a
+    async for a in _submit(env):
+        yield a
+
+
+@solver("form-sequence-2")
+async def _form_sequence_2(env, query):
+    radio, number, box = re.search(r"the (\d)\w\w radio .*\"(-?\d+)\" into the (\d)", query).groups()
+    async for a in _click(env, f'#area input[type=radio][value="{radio}"]'):
+        yield a
+    async for a in _type_into(env, f"#input-{box}", number):
+        yield a
+    async for a in _submit(env):
+        yield a
+
+
+async def _selectric(env, select: str, option: str):
+    """Open a selectric dropdown (it hides ``select``) and click the item reading ``option``."""
+    wrapper = f"() => $('{select}').closest('.selectric-wrapper').find('.selectric')[0]"
+    async for a in _click_el(env, wrapper):
+        yield a
+    await ui.wait_js(env, f"() => $('{select}').closest('.selectric-wrapper').hasClass('selectric-open')")
+    item = f"""(text) => [...$('{select}').closest('.selectric-wrapper').find('.selectric-items li')]
+                 .find((li) => li.textContent.trim() === text)"""
+    point = await _center_of(env, item, option)
+    box = await env.page.evaluate(
+        f"() => $('{select}').closest('.selectric-wrapper').find('.selectric-scroll')[0].getBoundingClientRect().toJSON()")
+    for _ in range(10):  # the list scrolls inside its own box
+        if box["top"] <= point[1] <= box["bottom"]:
+            break
+        yield Scroll(x=int(box["left"] + box["width"] / 2), y=int(box["top"] + box["height"] / 2), dx=0,
+                     dy=int(point[1] - (box["top"] + box["height"] / 2)))
+        await asyncio.sleep(0.1)
+        point = await _center_of(env, item, option)
+    yield Click(x=point[0], y=point[1])
+
+
+@solver("form-sequence-3")
+async def _form_sequence_3(env, query):
+    option, button = re.search(r"Choose (.*) from the dropdown, then click the button labeled \"(\w+)\"", query).groups()
+    async for a in _selectric(env, "#dropdown", option):
+        yield a
+    await ui.wait_js(env, "(v) => $('#dropdown').val() === v", option)
+    async for a in ui.click_text(env, button, "#buttons", ("BUTTON",)):
+        yield a
+
+
+@solver("login-user-popup")
+async def _login_user_popup(env, query):
+    user, password = _quoted(query)[:2]
+    for selector, text in (("#username", user), ("#password", password)):
+        async for a in _click(env, selector):
+            yield a
+        if await env.page.evaluate("() => document.getElementById('popup') !== null"):
+            async for a in _click(env, "#popup-cancel"):  # the session-expiry popup: stay on the page
+                yield a
+            async for a in _click(env, selector):
+                yield a
+        yield Type(text=text)
+    async for a in _submit(env):
+        yield a
