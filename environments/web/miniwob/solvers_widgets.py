@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from mintgym.action_spaces import Click, Key, Move
+from mintgym.action_spaces import Click, Drag, Key, Move, Scroll, Type
 from mintgym.environments.web import ui
 from mintgym.environments.web.miniwob.oracles import solver
 
@@ -157,4 +157,117 @@ async def _copy_paste_2(env, query):
     async for a in _copy_into(env, f"#text-{index}", "#answer-input"):
         yield a
     async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+async def _segmented_input(env, field: str, keys: str):
+    """Type into a date or time input from its first segment (a click near its left edge focuses that one)."""
+    box = await env.page.evaluate("""(s) => { const r = document.querySelector(s).getBoundingClientRect();
+        return [Math.round(r.left + 6), Math.round(r.top + r.height / 2)]; }""", field)
+    yield Click(x=box[0], y=box[1])
+    yield Type(text=keys)
+
+
+@solver("enter-date")
+async def _enter_date(env, query):
+    month, day, year = re.search(r"(\d\d)/(\d\d)/(\d{4})", query).groups()
+    async for a in _segmented_input(env, "#tt", month + day + year):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("enter-time")
+async def _enter_time(env, query):
+    hour, minute, half = re.search(r"Enter (\d+):(\d\d) ?([AP]M)", query).groups()
+    async for a in _segmented_input(env, "#tt", f"{int(hour):02d}{minute}{half[0]}"):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("scroll-text")
+async def _scroll_text(env, query):
+    x, y = await ui.center(env, "#text-area")
+    yield Scroll(x=x, y=y, dx=0, dy=5000)  # the last word shows at the bottom of the text area
+    text = await env.page.evaluate("() => document.getElementById('text-area').value")
+    word = re.sub(r"[^a-zA-Z0-9]", "", text.split()[-1])
+    async for a in ui.click(env, "#answer-input", wait=False):
+        yield a
+    yield Type(text=word)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("scroll-text-2")
+async def _scroll_text_2(env, query):
+    x, y = await ui.center(env, "#text-area")
+    yield Scroll(x=x, y=y, dx=0, dy=-5000 if "to the top" in query else 5000)
+    await ui.wait_js(env, """(top) => { const t = document.getElementById('text-area');
+        return top ? t.scrollTop === 0 : t.scrollTop + t.clientHeight >= t.scrollHeight - 1; }""", "to the top" in query)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+_SLIDER_JS = """(sel) => { const s = $(sel); const r = s[0].getBoundingClientRect();
+  return {min: s.slider('option', 'min'), max: s.slider('option', 'max'), value: s.slider('value'),
+          vertical: s.slider('option', 'orientation') === 'vertical', box: [r.left, r.top, r.width, r.height]}; }"""
+
+
+async def _set_slider(env, sel: str, target: int):
+    """Click the slider's track where ``target`` lies, then correct any rounding with the arrow keys
+    (the click focuses the handle)."""
+    s = await env.page.evaluate(_SLIDER_JS, sel)
+    left, top, width, height = s["box"]
+    frac = min(0.98, max(0.02, (target - s["min"]) / (s["max"] - s["min"])))  # the track's ends lie on its border
+    if s["vertical"]:
+        x, y = left + width / 2, top + height * (1 - frac)
+    else:
+        x, y = left + width * frac, top + height / 2
+    yield Click(x=round(x), y=round(y))
+    value = (await env.page.evaluate(_SLIDER_JS, sel))["value"]
+    for a in _arrows("right" if target > value else "left", abs(target - value)):
+        yield a
+
+
+@solver("use-slider")
+async def _use_slider(env, query):
+    target = int(re.search(r"Select (-?\d+) with the slider", query).group(1))
+    async for a in _set_slider(env, "#slider", target):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("use-slider-2")
+async def _use_slider_2(env, query):
+    combo = [int(v) for v in re.search(r"combination \[([-\d,]+)\]", query).group(1).split(",")]
+    for i, target in enumerate(combo, start=1):
+        async for a in _set_slider(env, f"#slider-{i}", target):
+            yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("use-spinner")
+async def _use_spinner(env, query):
+    target = int(re.search(r"Select (-?\d+) with the spinner", query).group(1))
+    value = int(await env.page.evaluate("() => document.getElementById('spinner').value") or 0)
+    button = ".ui-spinner-up" if target > value else ".ui-spinner-down"
+    left = abs(target - value)
+    while left > 0:  # each press of the button steps the value once; a triple click is three presses
+        async for a in ui.click(env, button, clicks=min(3, left), wait=False):
+            yield a
+        left -= min(3, left)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("resize-textarea")
+async def _resize_textarea(env, query):
+    dimension, direction = re.search(r"the (width|height) is (smaller|larger)", query).groups()
+    x, y = await ui.center(env, "#area .ui-resizable-se")
+    delta = 20 if direction == "larger" else -20
+    yield Drag(x1=x, y1=y, x2=x + (delta if dimension == "width" else 0), y2=y + (delta if dimension == "height" else 0))
+    async for a in ui.click(env, "#submit", wait=False):
         yield a
