@@ -228,7 +228,8 @@ async def _set_slider(env, selector: str, value: int):
              return [r.left, r.top + r.height / 2, r.width, s.slider('option', 'min'), s.slider('option', 'max')]; }""",
         selector)
     left, y, width, low, high = track
-    yield Click(x=int(left + width * (value - low) / (high - low)), y=int(y))
+    x = left + width * (value - low) / (high - low)
+    yield Click(x=int(min(max(x, left + 1), left + width - 2)), y=int(y))  # the ends lie on the track's edge
     for _ in range(high - low):
         now = await env.page.evaluate("(sel) => $(sel).slider('value')", selector)
         if now == value:
@@ -303,4 +304,24 @@ async def _login_user_popup(env, query):
                 yield a
         yield Type(text=text)
     async for a in _submit(env):
+        yield a
+
+
+# The text field of a movie-search form whose row is labelled with ``word`` (the labels sit beside the field).
+_FIELD_BY_LABEL = """(word) => [...document.querySelectorAll('#area input[type=text]')].find((box) => {
+  let row = box.parentElement;
+  while (row.textContent.trim() === '') row = row.parentElement;
+  return row.textContent.includes(word); })"""
+
+
+@solver("multi-layouts", "multi-orderings")
+async def _multi_layouts(env, query):
+    genre, name, year = re.search(r"Search for (.*) movies directed by (.*) from year (\d+)", query).groups()
+    for label, text in (("Genre", genre), ("Director", name), ("Year", year)):
+        if label == "Year" and await _center_of(env, _FIELD_BY_LABEL, label) is None:
+            label = "Released Date"
+        async for a in _click_el(env, _FIELD_BY_LABEL, label):
+            yield a
+        yield Type(text=text)
+    async for a in _click_el(env, "() => document.querySelector('#area button, #area .final, #area .ui-submit')"):
         yield a
