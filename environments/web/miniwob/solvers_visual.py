@@ -5,4 +5,285 @@ Each solver reads the page only to decide what to do and acts only through the s
 
 from __future__ import annotations
 
-from mintgym.environments.web.miniwob.oracles import solver  # noqa: F401
+import asyncio
+import math
+import re
+
+import numpy as np
+
+from mintgym.action_spaces import Click, Drag, Key, Move, Type
+from mintgym.environments.web import ui
+from mintgym.environments.web.miniwob.oracles import MAX_REWARD, STEP_LIMITS, solver
+
+# A JS function (as source) giving a whole viewport pixel where ``el`` itself (or a descendant) is hit:
+# the centre of its box when nothing covers it there, else the first uncovered point of a ring search.
+_POINT_OF = """function pointOf(el) {
+  const r = el.getBoundingClientRect();
+  const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+  const tries = [[cx, cy]];
+  for (let f = 0.1; f < 0.5; f += 0.1)
+    for (const [dx, dy] of [[0, -1], [0, 1], [-1, 0], [1, 0], [-1, -1], [1, -1], [-1, 1], [1, 1]])
+      tries.push([cx + dx * f * r.width, cy + dy * f * r.height]);
+  for (const [x, y] of tries) {
+    const px = Math.round(x), py = Math.round(y);
+    const hit = document.elementFromPoint(px, py);
+    if (hit && (hit === el || el.contains(hit))) return [px, py];
+  }
+  return null;
+}"""
+
+
+async def _points(env, selector: str, where: str = "true") -> list[list]:
+    """``[x, y, el-index]`` for each element matching ``selector`` for which the JS expression ``where``
+    (over ``el``) holds and that has an uncovered pixel; ``x, y`` is that pixel."""
+    return await env.page.evaluate(
+        f"""(sel) => {{ {_POINT_OF}
+          const out = [];
+          document.querySelectorAll(sel).forEach((el, i) => {{
+            if (!({where})) return;
+            const p = pointOf(el);
+            if (p) out.push([p[0], p[1], i]);
+          }});
+          return out; }}""", selector)
+
+
+async def _point(env, selector: str, where: str = "true") -> tuple[int, int]:
+    found = await _points(env, selector, where)
+    if not found:
+        raise LookupError(f"oracle: no visible element {selector!r} where {where!r} on {env.page.url}")
+    return found[0][0], found[0][1]
+
+
+async def _click_where(env, selector: str, where: str = "true"):
+    x, y = await _point(env, selector, where)
+    yield Click(x=x, y=y)
+
+
+async def _js(env, source: str, arg=None):
+    return await env.page.evaluate(source, arg)
+
+
+async def _settled(env, source: str, interval_s: float = 0.05, timeout_s: float = 10.0):
+    """Poll the JS function ``source`` until two reads ``interval_s`` apart agree (an animation is over)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    last = await _js(env, source)
+    while loop.time() < deadline:
+        await asyncio.sleep(interval_s)
+        now = await _js(env, source)
+        if now == last:
+            return now
+        last = now
+    raise TimeoutError(f"oracle: the page kept changing for {timeout_s:g} s")
+
+
+# ---- shapes in a grid (shapes.js) -----------------------------------------------------------------------
+
+# Each rendered grid item as MiniWoB's shapes.js describes it: type (letter/digit/shape), text (the
+# character or shape name), colour, size (large/small from its rendered size) and a clickable pixel.
+_GRID_ITEMS_JS = """(sel) => { %s
+  const out = [];
+  for (const el of document.querySelectorAll(sel + ' > *')) {
+    let type = 'shape', text, big;
+    if (el.tagName === 'text') {
+      text = el.textContent; type = /[0-9]/.test(text) ? 'digit' : 'letter';
+      big = parseFloat(el.getAttribute('font-size')) > 15;
+    } else if (el.tagName === 'rect') { text = 'rectangle'; big = parseFloat(el.getAttribute('width')) > 15; }
+    else if (el.tagName === 'circle') { text = 'circle'; big = parseFloat(el.getAttribute('r')) > 7.5; }
+    else if (el.tagName === 'polygon') { text = 'triangle'; big = el.getBBox().width > 15; }
+    else continue;
+    out.push({type, text, color: el.getAttribute('fill'), size: big ? 'large' : 'small', point: pointOf(el)});
+  }
+  return out; }""" % _POINT_OF
+
+_SIZES = ("large", "small")
+_COLORS = ("red", "green", "blue", "aqua", "black", "magenta", "yellow")
+
+
+def _grid_matches(item: dict, description: str) -> bool:
+    """Does a grid item fit shapes.js's lossy description ("large red item", "small letter", "blue e")?"""
+    words = description.split()
+    thing = words[-1]
+    size = next((w for w in words[:-1] if w in _SIZES), None)
+    color = next((w for w in words[:-1] if w in _COLORS), None)
+    return ((size is None or item["size"] == size) and (color is None or item["color"] == color)
+            and (thing == "item" or thing in (item["text"], item["type"])))
+
+
+@solver("click-shape")
+async def _click_shape(env, query):
+    description = re.match(r"Click on an? (.+)$", query.strip()).group(1)
+    items = await _js(env, _GRID_ITEMS_JS, "#area_svg")
+    item = next(i for i in items if _grid_matches(i, description) and i["point"])
+    yield Click(x=item["point"][0], y=item["point"][1])
+
+
+@solver("count-shape")
+async def _count_shape(env, query):
+    description = re.search(r"How many (.+)s are there\?", query).group(1)
+    items = await _js(env, _GRID_ITEMS_JS, "#area_svg")
+    count = sum(_grid_matches(i, description) for i in items)
+    async for a in ui.click_text(env, str(count), "#count-buttons", ("BUTTON",)):
+        yield a
+
+
+@solver("ascending-numbers")
+async def _ascending_numbers(env, query):
+    # "1" is a number; clicking it hides the others under boxes numbered by data-index, clicked in order.
+    async for a in _click_where(env, "#area_svg text", "el.textContent === '1'"):
+        yield a
+    for index in range(2, 6):
+        async for a in _click_where(env, "#area_svg rect", f"el.getAttribute('data-index') === '{index}'"):
+            yield a
+
+
+@solver("grid-coordinate")
+async def _grid_coordinate(env, query):
+    wanted = re.search(r"\(-?\d,-?\d\)", query).group(0)
+    async for a in _click_where(env, "svg circle", f"el.id === {wanted!r}"):
+        yield a
+
+
+@solver("click-shades")
+async def _click_shades(env, query):
+    color = re.search(r"shades of (\w+)", query).group(1)
+    for x, y, _ in await _points(env, "#area span", f"el.getAttribute('data-color') === {color!r}"):
+        yield Click(x=x, y=y)
+    async for a in ui.click(env, "#submit", wait=False):
+        yield a
+
+
+@solver("find-greatest")
+async def _find_greatest(env, query):
+    cards = await _points(env, "#cardholder .card", "true")
+    values = await _js(env, "() => [...document.querySelectorAll('#cardholder .card-value')].map(e => +e.textContent)")
+    x, y, index = max(cards, key=lambda c: values[c[2]])
+    yield Click(x=x, y=y)
+    async for a in ui.click(env, "#submit", wait=False):
+        yield a
+
+
+@solver("generate-number")
+async def _generate_number(env, query):
+    def wanted(n: int) -> bool:
+        if m := re.search(r"less than (\d+)", query):
+            return n < int(m.group(1))
+        if m := re.search(r"greater than (\d+)", query):
+            return n > int(m.group(1))
+        return n % 2 == (1 if "odd" in query else 0)
+
+    for _ in range(STEP_LIMITS["generate-number"] - 1):
+        async for a in ui.click(env, "#generate", wait=False):
+            yield a
+        if wanted(int(await _js(env, "() => document.getElementById('display-number').textContent"))):
+            break
+    async for a in ui.click(env, "#submit", wait=False):
+        yield a
+
+# Each press draws 0-10 at random; the worst requirement (less than 5) holds with p = 5/11, so 29 presses
+# all miss with p < 3e-8.
+STEP_LIMITS["generate-number"] = 30
+
+
+@solver("guess-number")
+async def _guess_number(env, query):
+    low, high = 0, 9
+    while low <= high:
+        guess = (low + high) // 2
+        async for a in ui.fill(env, "#tt", str(guess)):
+            yield a
+        async for a in ui.click(env, "#subbtn", wait=False):
+            yield a
+        feedback = await _js(env, "() => [...document.querySelectorAll('#feedback > div')]"
+                                  ".filter(d => !d.classList.contains('hide')).map(d => d.id)[0]")
+        if feedback == "higher":
+            low = guess + 1
+        elif feedback == "lower":
+            high = guess - 1
+        else:
+            return
+
+
+# ---- points on a plane: the page scores a click by its distance from an exact point ---------------------
+
+def _best_pixel(score, xs: range, ys: range) -> tuple[int, int, float]:
+    """The whole pixel (x, y) in ``xs`` x ``ys`` with the highest ``score(x, y)`` (numpy arrays in, out)."""
+    gx, gy = np.meshgrid(np.array(xs, dtype=float), np.array(ys, dtype=float))
+    values = np.nan_to_num(score(gx, gy), nan=-np.inf)
+    j, i = np.unravel_index(np.argmax(values), values.shape)
+    return int(gx[j, i]), int(gy[j, i]), float(values[j, i])
+
+
+async def _svg_geometry(env, selector: str) -> dict:
+    """The svg's viewport box and the centres (svg units) of the circles matching ``selector`` inside it."""
+    return await _js(env, """(sel) => { const svg = document.querySelector('svg');
+        const r = svg.getBoundingClientRect();
+        return {box: [r.left, r.top, r.right, r.bottom],
+                circles: [...svg.querySelectorAll(sel)].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')])}; }""",
+                     selector)
+
+
+def _svg_pixels(box) -> tuple[range, range]:
+    left, top, right, bottom = box
+    return range(math.ceil(left) + 1, int(right) - 1), range(math.ceil(top) + 1, int(bottom) - 1)
+
+
+# The pages map a click to svg units as (pageX, pageY - 50) (their QUERY_PADDING), whatever the svg's offset.
+_QUERY_PADDING = 50
+
+
+@solver("circle-center")
+async def _circle_center(env, query):
+    geometry = await _svg_geometry(env, ".black-circle")
+    (cx, cy), = geometry["circles"]
+    # circle-center compares the click's bbox corner (click - 3.5) with the centre - 3 (its RADIUS_PADDING).
+    x, y, _ = _best_pixel(lambda x, y: -np.hypot(x - 0.5 - cx, y - _QUERY_PADDING - 0.5 - cy),
+                          *_svg_pixels(geometry["box"]))
+    yield Click(x=x, y=y)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+MAX_REWARD["circle-center"] = (0.97, "the score falls linearly with the click's distance from a point half a pixel "
+                                     "off the pixel grid (0.71 px at best, radius >= 25 px): 1 - 0.71/25 = 0.972")
+
+
+@solver("find-midpoint")
+async def _find_midpoint(env, query):
+    geometry = await _svg_geometry(env, ".black-circle")
+    (ax, ay), (bx, by) = geometry["circles"]
+    mx, my = (ax + bx) / 2, (ay + by) / 2
+    x, y, _ = _best_pixel(lambda x, y: -np.hypot(x - mx, y - _QUERY_PADDING - my), *_svg_pixels(geometry["box"]))
+    yield Click(x=x, y=y)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+MAX_REWARD["find-midpoint"] = (0.97, "the score is 1 - distance/30 from the exact midpoint, which lies on a half "
+                                     "pixel when the points' coordinates differ by an odd number (0.71 px: 0.976)")
+
+
+def _angle(ax, ay, bx, by, vx, vy):
+    """The angle A-V-B in degrees, as bisect-angle computes it (law of cosines)."""
+    pav, pbv, pab = np.hypot(vx - ax, vy - ay), np.hypot(vx - bx, vy - by), np.hypot(bx - ax, by - ay)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.degrees(np.arccos(np.clip((pbv * pbv + pav * pav - pab * pab) / (2 * pbv * pav), -1, 1)))
+
+
+@solver("bisect-angle")
+async def _bisect_angle(env, query):
+    geometry = await _svg_geometry(env, ".init-blue, .init-black")
+    (vx, vy), (ax, ay), (bx, by) = geometry["circles"]
+    total = _angle(ax, ay, bx, by, vx, vy)
+
+    def score(x, y):
+        y = y - _QUERY_PADDING
+        a, b = _angle(ax, ay, x, y, vx, vy), _angle(bx, by, x, y, vx, vy)
+        valid = (a <= total) & (b <= total) & (np.hypot(x - vx, y - vy) > 3)
+        return np.where(valid, (total - np.maximum(a, b)) / (total / 2), -np.inf)
+
+    x, y, _ = _best_pixel(score, *_svg_pixels(geometry["box"]))
+    yield Click(x=x, y=y)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+MAX_REWARD["bisect-angle"] = (0.95, "the score falls with the angle between the click's ray and the exact bisector; "
+                                    "the best whole pixel in the svg misses it by a small fraction of a degree")
