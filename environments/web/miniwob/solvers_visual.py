@@ -287,3 +287,143 @@ async def _bisect_angle(env, query):
 
 MAX_REWARD["bisect-angle"] = (0.95, "the score falls with the angle between the click's ray and the exact bisector; "
                                     "the best whole pixel in the svg misses it by a small fraction of a degree")
+
+
+# ---- drags ----------------------------------------------------------------------------------------------
+
+async def _rect(env, selector: str) -> list[float]:
+    """``[left, top, right, bottom]`` of ``selector``'s first element, in viewport pixels."""
+    return await _js(env, """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+                                       return [r.left, r.top, r.right, r.bottom]; }""", selector)
+
+
+async def _drag_by(env, selector: str, dx: int, dy: int, where: str = "true"):
+    """Press on an uncovered pixel of ``selector`` (where ``where`` holds) and drag it by (dx, dy), the
+    end kept inside the viewport."""
+    x, y = await _point(env, selector, where)
+    width, height = env.screen_size
+    yield Drag(x1=x, y1=y, x2=min(max(x + dx, 1), width - 2), y2=min(max(y + dy, 1), height - 2))
+
+
+@solver("drag-box")
+async def _drag_box(env, query):
+    # The large box is drawn over the small one; when it hides the small box entirely, move it aside first.
+    if not await _points(env, "#draggableSmall"):
+        small, large = await _rect(env, "#draggableSmall"), await _rect(env, "#draggableLarge")
+        async for a in _drag_by(env, "#draggableLarge", 0, 60 if small[1] < 50 else -60):
+            yield a
+    small, large = await _rect(env, "#draggableSmall"), await _rect(env, "#draggableLarge")
+    # Contained means its top-left lies 1..29 px right of and below the large box's top-left.
+    async for a in _drag_by(env, "#draggableSmall", round(large[0] + 15 - small[0]), round(large[1] + 15 - small[1])):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+_DIRECTIONS = {"left": (-30, 0), "right": (30, 0), "up": (0, -30), "down": (0, 30)}
+
+
+@solver("drag-circle", "drag-single-shape")
+async def _drag_shape(env, query):
+    dx, dy = _DIRECTIONS[re.search(r"Drag the \w+ (left|right|up|down)", query).group(1)]
+    async for a in _drag_by(env, "svg circle, svg rect, svg polygon", dx, dy):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+async def _sortable_drag(env, source: int, target: int):
+    """Drag the ``source``-th item (0-based) of ``#sortable`` onto the place of the ``target``-th."""
+    points = await _points(env, "#sortable li")
+    x1, y1 = points[source][:2]
+    x2, y2 = points[target][:2]
+    yield Drag(x1=x1, y1=y1, x2=x2 + (x2 > x1) - (x2 < x1), y2=y2 + 3 * ((y2 > y1) - (y2 < y1)))
+
+
+_ORDINAL = {"top": 1, "bottom": 5}
+_GRID_PLACES = {"top left": 1, "top center": 2, "top right": 3, "center left": 4, "center": 5, "center right": 6,
+                "bottom left": 7, "bottom center": 8, "bottom right": 9}
+_GRID_MOVES = {"up": -3, "down": 3, "left": -1, "right": 1}
+
+
+@solver("drag-items", "drag-items-grid")
+async def _drag_items(env, query):
+    name, where = re.match(r"Drag (.+?) (to the .+|up by one.*|down by one.*|left by one.*|right by one.*)\.$",
+                           query.strip()).groups()
+    names = await _js(env, "() => [...document.querySelectorAll('#sortable li')].map(li => li.textContent.trim())")
+    source = names.index(name) + 1
+    if m := re.match(r"to the (\d)\w\w position", where):
+        target = int(m.group(1))
+    elif m := re.match(r"to the (top|bottom)$", where):
+        target = _ORDINAL[m.group(1)]
+    elif m := re.match(r"to the (.+)$", where):
+        target = _GRID_PLACES[m.group(1)]
+    else:
+        step = re.match(r"(\w+) by one", where).group(1)
+        target = source + (_GRID_MOVES[step] if len(names) == 9 else {"up": -1, "down": 1}[step])
+    async for a in _sortable_drag(env, source - 1, target - 1):
+        yield a
+
+
+@solver("drag-sort-numbers")
+async def _drag_sort_numbers(env, query):
+    for place in range(3):
+        numbers = await _js(env, "() => [...document.querySelectorAll('#sortable li')].map(li => +li.textContent)")
+        low = min(range(place, len(numbers)), key=numbers.__getitem__)
+        if low != place:
+            async for a in _sortable_drag(env, low, place):
+                yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+async def _svg_origin(env) -> tuple[float, float]:
+    left, top, _, _ = await _rect(env, "#area_svg")
+    return left, top
+
+
+async def _drag_into(env, shapes: list[list], box: tuple[float, float, float, float]):
+    """Drag each shape ``[x, y, index]`` so shapes.js's drag leaves its corner inside ``box`` (svg units)."""
+    left, top = await _svg_origin(env)
+    bx, by, bw, bh = box
+    for n, (x, y, _) in enumerate(shapes):
+        # shapes.js puts the dragged shape's corner at the pointer less 40-60 % of its size: aim the pointer at
+        # the box's centre, spread a little so dropped shapes do not stack.
+        tx = left + bx + bw / 2 + (n % 3 - 1) * bw / 5
+        ty = top + by + bh / 2 + (n // 3 - 0.5) * bh / 5
+        yield Drag(x1=x, y1=y, x2=round(tx), y2=round(ty))
+
+
+_SHAPE_TAGS = {"rectangles": "rect", "circles": "circle", "triangles": "polygon"}
+_SHAPES_SELECTOR = "#area_svg rect:not(#shape-container), #area_svg circle, #area_svg polygon"
+
+
+def _in_kind(kind: str) -> str:
+    return f"el.tagName === {_SHAPE_TAGS[kind]!r}"
+
+
+@solver("drag-shapes")
+async def _drag_shapes(env, query):
+    kind = re.search(r"Drag all (\w+) into", query).group(1)
+    box = await _js(env, """() => { const c = document.getElementById('shape-container');
+        return ['x', 'y', 'width', 'height'].map(k => +c.getAttribute(k)); }""")
+    async for a in _drag_into(env, await _points(env, _SHAPES_SELECTOR, _in_kind(kind)), box):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("drag-shapes-2")
+async def _drag_shapes_2(env, query):
+    wanted = re.search(r"Drag all (.+?) into the left box", query).group(1)
+    if wanted in _SHAPE_TAGS:
+        test = _in_kind(wanted)
+    else:
+        test = f"el.getAttribute('fill') === {wanted.removesuffix(' shapes')!r}"
+    left_box, right_box = (2, 5, 70, 50), (84, 5, 70, 50)  # drag-shapes-2's LEFT_BOX and RIGHT_BOX
+    async for a in _drag_into(env, await _points(env, _SHAPES_SELECTOR, test), left_box):
+        yield a
+    async for a in _drag_into(env, await _points(env, _SHAPES_SELECTOR, f"!({test})"), right_box):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
