@@ -271,3 +271,74 @@ async def _resize_textarea(env, query):
     yield Drag(x1=x, y1=y, x2=x + (delta if dimension == "width" else 0), y2=y + (delta if dimension == "height" else 0))
     async for a in ui.click(env, "#submit", wait=False):
         yield a
+
+
+@solver("highlight-text")
+async def _highlight_text(env, query):
+    async for a in ui.click(env, "#randomText", clicks=3, wait=False):  # a triple click selects the paragraph
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("highlight-text-2")
+async def _highlight_text_2(env, query):
+    index = {"1st": 1, "2nd": 2, "3rd": 3}[re.search(r"in the (\w+) paragraph", query).group(1)]
+    async for a in ui.click(env, f"#randomText p:nth-of-type({index})", clicks=3, wait=False):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+# Where a drag must start and end to select exactly one whitespace-separated word of an element's text:
+# a pixel outside the left edge of its first character and the right edge of its last (the caret goes to the
+# nearest character boundary, and the spaces around the word are wider than two pixels).
+_WORD_ENDS_JS = """([sel, word]) => {
+  const node = document.querySelector(sel).firstChild;
+  const text = node.textContent;
+  let at = -1;
+  for (let i = text.indexOf(word); i >= 0; i = text.indexOf(word, i + 1)) {
+    const end = i + word.length;
+    if ((i === 0 || text[i - 1] === ' ') && (end === text.length || text[end] === ' ')) { at = i; break; }
+  }
+  if (at < 0) return null;
+  const box = (k) => { const r = document.createRange(); r.setStart(node, k); r.setEnd(node, k + 1);
+                       return r.getBoundingClientRect(); };
+  const first = box(at), last = box(at + word.length - 1);
+  return [first.left - 1, first.top + first.height / 2, last.right + 1, last.top + last.height / 2];
+}"""
+
+_QUILL_SHORTCUT = {"bold": "b", "italics": "i", "underlined": "u"}
+_QUILL_COLOR = {"red": "#e60000", "orange": "#ff9900", "yellow": "#ffff00", "green": "#008a00", "blue": "#0066cc",
+                "purple": "#9933ff"}
+
+
+@solver("text-editor")
+async def _text_editor(env, query):
+    found = re.search(r"give the text (.+?) the (style|color) (\w+)", query)
+    if found:
+        word, _, style = found.groups()
+        ends = await env.page.evaluate(_WORD_ENDS_JS, ["#editor .ql-editor p", word])
+        if ends is None:
+            raise LookupError(f"oracle: the editor's text has no word {word!r}")
+        yield Drag(x1=round(ends[0]), y1=round(ends[1]), x2=round(ends[2]), y2=round(ends[3]))
+    else:
+        style = re.search(r"everything</span> the (?:style|color) (\w+)|everything the (?:style|color) (\w+)", query)
+        style = style.group(1) or style.group(2)
+        async for a in ui.click(env, "#editor .ql-editor", wait=False):
+            yield a
+        yield Key(keys=("ctrl", "a"))
+    # Quill records the selection 100 ms after the mouse or key goes up; a toolbar click before that would
+    # format what it recorded last.
+    await ui.wait_js(env, """() => { const saved = editor.selection.lastRange, now = editor.selection.getRange()[0];
+        return saved && now && now.length > 0 && saved.index === now.index && saved.length === now.length; }""")
+    if style in _QUILL_SHORTCUT:
+        yield Key(keys=("ctrl", _QUILL_SHORTCUT[style]))
+    else:
+        async for a in ui.click(env, "#area .ql-color .ql-picker-label", wait=False):
+            yield a
+        await ui.wait_for(env, "#area .ql-color .ql-picker-options")
+        async for a in ui.click(env, f'#area .ql-color .ql-picker-item[data-value="{_QUILL_COLOR[style]}"]', wait=False):
+            yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
