@@ -325,3 +325,84 @@ async def _multi_layouts(env, query):
         yield Type(text=text)
     async for a in _click_el(env, "() => document.querySelector('#area button, #area .final, #area .ui-submit')"):
         yield a
+
+
+@solver("read-table")
+async def _read_table(env, query):
+    key = re.search(r"Enter the value of (.*) into the text field", query).group(1)
+    value = await env.page.evaluate(
+        "(key) => [...document.querySelectorAll('#tab tr')].find((tr) => tr.cells[0].textContent === key).cells[1].textContent",
+        key)
+    async for a in _type_into(env, "#tt", value):
+        yield a
+    async for a in _submit(env):
+        yield a
+
+
+@solver("read-table-2")
+async def _read_table_2(env, query):
+    for index in (1, 2):
+        value = await env.page.evaluate(
+            """(i) => { const key = document.getElementById('ll' + i).getAttribute('data-key');
+                 return [...document.querySelectorAll('#tab tr')].find((tr) => tr.cells[0].textContent === key)
+                   .cells[1].textContent; }""", index)
+        async for a in _type_into(env, f"#tt{index}", value):
+            yield a
+    async for a in _submit(env):
+        yield a
+
+
+_PAGER = "(label) => [...document.querySelectorAll('#pagination li a')].find((a) => a.textContent === label)"
+
+
+@solver("phone-book")
+async def _phone_book(env, query):
+    name, field = re.match(r"Find (.*) in the contact book and click on their (\w+)", query).groups()
+    for _ in range(5):  # one contact a page; ">" shows the next
+        shown, index = await env.page.evaluate(
+            "() => { const h = document.querySelector('#contact .name'); return [h.textContent, h.dataset.index]; }")
+        if shown == name:
+            break
+        async for a in _click_el(env, _PAGER, ">"):
+            yield a
+        await ui.wait_js(env, "(old) => document.querySelector('#contact .name').dataset.index !== old", index)
+    async for a in _click(env, f"#contact a.{field}"):
+        yield a
+
+
+@solver("search-engine")
+async def _search_engine(env, query):
+    name = _quoted(query)[0]
+    position = int(re.search(r"click the (\d+)\w\w search result", query).group(1))
+    async for a in _type_into(env, "#search-text", name):
+        yield a
+    async for a in _click(env, "#search"):
+        yield a
+    await ui.wait_for(env, "#page-content a")
+    page = (position - 1) // 3 + 1
+    if page > 1:
+        async for a in _click_el(env, _PAGER, str(page)):
+            yield a
+    result = f'#page-content a[data-result="{position - 1}"]'
+    await ui.wait_for(env, result)
+    async for a in _click(env, result):
+        yield a
+
+
+@solver("sign-agreement")
+async def _sign_agreement(env, query):
+    if query.startswith("Click the cancel button"):
+        async for a in _click(env, "#cancel"):
+            yield a
+        return
+    name, button = _quoted(query)[:2]
+    box = await env.page.evaluate("() => document.getElementById('text-area').getBoundingClientRect().toJSON()")
+    for _ in range(10):  # scroll the agreement to its end: that enables the form
+        if await env.page.evaluate("() => !document.getElementById('name').disabled"):
+            break
+        yield Scroll(x=int(box["left"] + box["width"] / 2), y=int(box["top"] + box["height"] / 2), dx=0, dy=2000)
+        await asyncio.sleep(0.1)
+    async for a in _type_into(env, "#name", name):
+        yield a
+    async for a in _click(env, "#agree" if button == "Agree" else "#cancel"):
+        yield a
