@@ -427,3 +427,105 @@ async def _drag_shapes_2(env, query):
         yield a
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
+
+
+# ---- reading numbers and figures ------------------------------------------------------------------------
+
+@solver("identify-shape")
+async def _identify_shape(env, query):
+    item, = await _js(env, _GRID_ITEMS_JS, "#area_svg")
+    kind = item["text"] if item["type"] == "shape" else item["type"]
+    async for a in _click_where(env, "#area-buttons button", f"el.getAttribute('data-type') === {kind!r}"):
+        yield a
+
+
+@solver("odd-or-even")
+async def _odd_or_even(env, query):
+    numbers = await _js(env, "() => [...document.querySelectorAll('#numbers .display-number')].map(d => +d.textContent)")
+    for row, number in enumerate(numbers, 1):
+        async for a in ui.click(env, f"#numbers .row:nth-child({row}) .{'odd' if number % 2 else 'even'}", wait=False):
+            yield a
+    async for a in ui.click(env, "#submit", wait=False):
+        yield a
+
+
+async def _answer(env, value: int):
+    async for a in ui.fill(env, "#math-answer", str(value)):
+        yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("simple-algebra")
+async def _simple_algebra(env, query):
+    problem = await _js(env, "() => document.getElementById('math-problem').textContent")
+    if m := re.match(r"\s*x ([-+]) (\d+) = (\d+)", problem):
+        op, digit, total = m.group(1), int(m.group(2)), int(m.group(3))
+        x = total - digit if op == "+" else total + digit
+    else:
+        digit, op, total = re.match(r"\s*(\d+) ([-+]) x = (\d+)", problem).groups()
+        x = int(total) - int(digit) if op == "+" else int(digit) - int(total)
+    async for a in _answer(env, x):
+        yield a
+
+
+@solver("visual-addition")
+async def _visual_addition(env, query):
+    blocks = await _js(env, "() => document.querySelectorAll('#math-problem .addition-block').length")
+    async for a in _answer(env, blocks):
+        yield a
+
+
+@solver("number-checkboxes")
+async def _number_checkboxes(env, query):
+    digit = int(_quoted_digit(query))
+    pattern = await _js(env, "(d) => PATTERNS[d]", digit)  # the page's own drawing of each digit
+    for row, cells in enumerate(pattern, 1):
+        for column, on in enumerate(cells, 1):
+            if on:
+                async for a in ui.click(env, f"#checkboxes p:nth-of-type({row}) input:nth-of-type({column})", wait=False):
+                    yield a
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+def _quoted_digit(query: str) -> str:
+    return re.search(r'"(\d)"', query).group(1)
+
+
+@solver("right-angle")
+async def _right_angle(env, query):
+    geometry = await _svg_geometry(env, "#init-black, #init-blue")
+    (ax, ay), (vx, vy) = geometry["circles"]
+
+    def score(x, y):
+        # The click's circle has radius 3 and the others 3.5: the page's bbox corners put it half a pixel off.
+        angle = _angle(ax, ay, x + 0.5, y - _QUERY_PADDING + 0.5, vx, vy)
+        far = np.hypot(x - vx, y - _QUERY_PADDING - vy) > 8
+        return np.where(far, (90 - np.abs(90 - angle)) / 90, -np.inf)
+
+    x, y, _ = _best_pixel(score, *_svg_pixels(geometry["box"]))
+    yield Click(x=x, y=y)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+MAX_REWARD["right-angle"] = (0.99, "the score is (90 - |90 - angle|)/90: the best whole pixel in the svg makes an "
+                                   "angle within a small fraction of a degree of 90")
+
+
+@solver("simon-says")
+async def _simon_says(env, query):
+    # The page blinks the sequence (a button gains the class "push" for 250 ms, one every 600 ms): watch it.
+    loop = asyncio.get_running_loop()
+    sequence: list[str] = []
+    lit, last_blink = None, loop.time()
+    while len(sequence) < 3 or loop.time() - last_blink < 0.75:
+        now = await _js(env, "() => { const b = document.querySelector('#area button.push'); return b && b.id; }")
+        if now and now != lit:
+            sequence.append(now)
+            last_blink = loop.time()
+        lit = now
+        await asyncio.sleep(0.03)
+    for button in sequence:
+        async for a in ui.click(env, f"#{button}", wait=False):
+            yield a
