@@ -342,3 +342,95 @@ async def _text_editor(env, query):
             yield a
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
+
+
+async def _click_found(env, find_js: str, arg=None):
+    """Click the point ``find_js(arg)`` returns ([x, y] in the viewport, or null), scrolling it into view
+    with the wheel first when it lies outside."""
+    width, height = env.screen_size
+    for _ in range(8):
+        point = await env.page.evaluate(find_js, arg)
+        if point is None:
+            raise LookupError(f"oracle: nothing to click for {arg!r} on {env.page.url}")
+        x, y = round(point[0]), round(point[1])
+        if 0 <= x < width and 0 <= y < height:
+            yield Click(x=x, y=y)
+            return
+        yield Scroll(x=width // 2, y=height // 2, dx=0, dy=y - height // 2)
+    raise LookupError(f"oracle: could not scroll {arg!r} into view")
+
+
+_NTH_CENTER_JS = """([sel, i]) => { const el = document.querySelectorAll(sel)[i]; if (!el) return null;
+  const r = el.getBoundingClientRect(); return r.width > 0 ? [r.left + r.width / 2, r.top + r.height / 2] : null; }"""
+
+# For the occurrence of the name that is hidden under the fewest closed folders: the indexes (among the
+# tree's spans) of those folders' labels, outermost first, then its own.
+_TREE_PATH_JS = """(name) => {
+  const spans = [...document.querySelectorAll('#tree span')];
+  let best = null;
+  for (const span of spans) {
+    if (span.textContent !== name) continue;
+    const path = [];
+    for (let li = span.parentElement.parentElement.closest('li'); li; li = li.parentElement.closest('li')) {
+      const sub = li.querySelector(':scope > ul');
+      if (sub && sub.style.display === 'none') path.unshift(spans.indexOf(li.querySelector(':scope > span')));
+      if (li.closest('#tree') === null) break;
+    }
+    path.push(spans.indexOf(span));
+    if (best === null || path.length < best.length) best = path;
+  }
+  return best;
+}"""
+
+
+@solver("navigate-tree")
+async def _navigate_tree(env, query):
+    name = re.search(r'named "([^"]*)"', query).group(1)
+    path = await env.page.evaluate(_TREE_PATH_JS, name)
+    if path is None:
+        raise LookupError(f"oracle: the tree has nothing named {name!r}")
+    for index in path:  # a click on a closed folder's label opens it (no animation)
+        async for a in _click_found(env, _NTH_CENTER_JS, ["#tree span", index]):
+            yield a
+
+
+@solver("stock-market")
+async def _stock_market(env, query):
+    limit = float(re.search(r"less than \$(\d+(?:\.\d+)?)", query).group(1))
+    # The price changes every 100 ms; the click follows within a frame or two of the price falling low enough.
+    await ui.wait_js(env, "(limit) => parseFloat(document.getElementById('stock-price').textContent.split('$')[1]) <= limit",
+                     limit, timeout_s=15)
+    async for a in ui.click(env, "#buy", wait=False):
+        yield a
+
+
+def _hex(rgb: str) -> str:
+    return "".join(f"{int(v):02x}" for v in re.findall(r"\d+", rgb)[:3])
+
+
+async def _type_color(env, value: str):
+    """Type the colour's hex code into the picker's own text field (the field is what the task reads)."""
+    async for a in ui.fill(env, "#col", value):
+        yield a
+    # The picker's popup covers Submit until a click elsewhere (here, on the instruction) closes it.
+    async for a in ui.click(env, "#query", wait=False):
+        yield a
+    await ui.wait_js(env, """() => { const b = document.getElementById('subbtn').getBoundingClientRect();
+        return document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2).id === 'subbtn'; }""")
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+@solver("use-colorwheel")
+async def _use_colorwheel(env, query):
+    name = re.search(r"Select (\w+) with the color picker", query).group(1)
+    value = await env.page.evaluate("(n) => ui_utils.colorNameToHex(n)", name)
+    async for a in _type_color(env, value.lstrip("#")):
+        yield a
+
+
+@solver("use-colorwheel-2")
+async def _use_colorwheel_2(env, query):
+    rgb = await env.page.evaluate("() => getComputedStyle(document.querySelector('#query .cc')).backgroundColor")
+    async for a in _type_color(env, _hex(rgb)):
+        yield a
