@@ -117,6 +117,8 @@ class VLMAgent:
         self.history = History(history, max_actions)
         self.context: AgentContext | None = None
         self._step = 0
+        #: (image, frame id) of the screenshots the history may still show, to record prompts by frame reference.
+        self._shown: list[tuple[np.ndarray, str]] = []
         #: Lowered when the model server refuses an image as too large; kept for later steps.
         self._pixel_cap: int | None = None
 
@@ -126,6 +128,7 @@ class VLMAgent:
         self.context = context
         self.history.clear()
         self._step = 0
+        self._shown = []
 
     async def act(self, observation: Observation) -> AgentStep:
         if self.context is None:
@@ -223,6 +226,7 @@ class VLMAgent:
                         {"role": "user", "content": f"Your answer could not be used: {error}\n"
                                                     "Reply with exactly one valid action."}]
         self.history.add(Turn(image, gen.text, error))
+        self._shown = [*self._shown, (image, observation.frame_id)][-self.history.images:]
         extra: dict[str, Any] = {"frame": frame.spec, "shown_size": list(shown), "finish_reason": gen.finish_reason,
                                  "logprobs_source": gen.logprobs_source,
                                  "model_seconds": gen.timings.get("total")}
@@ -230,7 +234,8 @@ class VLMAgent:
             extra["attempts"] = attempts
         return AgentStep(action=action, text=gen.text, error=error, prompt_token_ids=gen.prompt_token_ids,
                          response_token_ids=gen.response_token_ids, logprobs=gen.response_logprobs,
-                         policy_version=gen.policy_version, extra=extra)
+                         policy_version=gen.policy_version, extra=extra,
+                         messages=recorded_messages(messages, self._shown))
 
     def _parse(self, text: str, frame: CoordinateFrame, screen_size: tuple[int, int]):
         ctx = self.context
@@ -239,6 +244,23 @@ class VLMAgent:
             return ctx.action_set.parse(text, frame=frame, screen_size=screen_size), None
         except InvalidAction as err:
             return None, str(err)
+
+
+def recorded_messages(messages: list[dict[str, Any]], frames: list[tuple[np.ndarray, str]]) -> list[dict[str, Any]]:
+    """The chat messages as sent, JSON-safe: texts kept exactly, each image replaced by the id of the frame it
+    was made from (``frames``: (image, frame id) pairs, matched by identity) and the size it was shown at."""
+
+    def part(item: dict[str, Any]) -> dict[str, Any]:
+        if item.get("type") == "image":
+            image = item["image"]
+            frame_id = next((fid for shown, fid in frames if shown is image), None)
+            return {"type": "image", "frame_id": frame_id, "size": [int(image.shape[1]), int(image.shape[0])]}
+        if item.get("type") == "text":
+            return {"type": "text", "text": item["text"]}
+        return {"type": str(item.get("type")), "text": repr(item)}
+
+    return [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str)
+             else [part(p) for p in m["content"]]} for m in messages]
 
 
 def _too_large(err: Exception) -> bool:

@@ -28,6 +28,9 @@ class AgentStep:
     policy_version: int | None = None
     #: Free-form extras recorded with the step (model name, latency, the resized frame size).
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The messages the agent sent its model for this decision, JSON-safe, with each image replaced by the
+    #: ``frame_id`` of the observation it was made from (see ``StepRecord.messages``); None: no model prompt.
+    messages: list[dict[str, Any]] | None = None
 
 
 @dataclass

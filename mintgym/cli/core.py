@@ -1,4 +1,4 @@
-"""Core commands: envs, tasks, suites, serve, rollout, view."""
+"""Core commands: envs, tasks, suites, serve, rollout."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ def register(app: typer.Typer) -> None:
     app.command("suites")(suites)
     app.command("serve")(serve)
     app.command("rollout")(rollout)
-    app.command("view")(view)
 
 
 PACKS_HELP = "a task pack to add, module:function returning tasks (or NAME=module:function); repeatable"
@@ -308,15 +307,3 @@ class _server:
     def __exit__(self, *exc):
         if self.handle is not None:
             self.provider.stop(self.handle)
-
-
-def view(run_dir: Path = typer.Argument(..., help="a run directory (or one trajectory directory)")) -> None:
-    """Write an HTML page per trajectory (screenshots with actions drawn) and an index."""
-    from mintgym.trajectory.viewer import write_run_pages
-
-    try:
-        index = write_run_pages(run_dir)
-    except FileNotFoundError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
-    typer.echo(f"wrote {index}")

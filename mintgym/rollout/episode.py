@@ -114,7 +114,7 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
             policy_version=decision.policy_version, zoom=obs.zoom,
             timings={"agent": t_agent, "env": float(result.info.get("step_seconds", 0.0)),
                      "total": time.perf_counter() - t0},
-            extra=decision.extra,
+            extra=decision.extra, messages=decision.messages, output=result.observation.text,
         )
         if writer is not None:
             writer.step(record)

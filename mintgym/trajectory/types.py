@@ -38,6 +38,15 @@ class StepRecord:
     zoom: tuple[int, int, int, int] | None = None
     timings: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The prompt the agent sent for this step, or None when it records none (the scripted agent; runs
+    #: written before this field existed). JSON-safe: ``[{"role": ..., "content": [part, ...]}, ...]`` where a
+    #: part is ``{"type": "text", "text": ...}`` or ``{"type": "image", "frame_id": ..., "size": [w, h]}``: the
+    #: image the model was shown, referenced by the ``frame_id`` of the step whose screenshot it was made from
+    #: (that step's ``screenshot`` file), at the size it was shown.
+    messages: list[dict[str, Any]] | None = None
+    #: The text the environment returned after the action (pytool: the cell's output), when the session asked
+    #: for the ``text`` side channel.
+    output: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

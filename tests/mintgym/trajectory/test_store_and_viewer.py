@@ -12,7 +12,9 @@ from mintgym.rollout.runner import EpisodeJob, run_jobs
 from mintgym.runtime.make import provider
 from mintgym.trajectory.store import export_dataset, load_run, load_trajectory
 from mintgym.trajectory.types import StepRecord, Trajectory
-from mintgym.trajectory.viewer import action_marks, render_trajectory, write_run_pages
+from mintgym.trajectory.inspector.pages import render_episode
+from mintgym.trajectory.inspector.runs import Episode, Run
+from mintgym.trajectory.viewer import action_marks, write_run_pages
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +60,13 @@ def test_viewer_draws_actions_and_escapes_text(null_url, tmp_path):
     for i, (action, _) in enumerate(steps):
         traj.steps.append(StepRecord(index=i, frame_id=f"e-{i}", screenshot=f"frames/{i:04d}.png",
                                      screen_size=(64, 48), action=action, text="<think>", error="bad <x>"))
-    page = render_trajectory(traj)
+    page = render_episode(Run(tmp_path, "trajectory", [Episode(tmp_path, ".", traj)]), 0)
     for _, expected in steps:
         assert expected in page
-    assert "<script>" not in page and "<img src=x" not in page and "&lt;think&gt;" in page
-    assert page.count('<svg viewBox="0 0 64 48"') == len(steps)
+    assert "web/<script>" not in page and "web/&lt;script&gt;" in page
+    assert "<img src=x" not in page and "&lt;think&gt;" in page and "<b>x</b>" not in page
+    # each step's frame before (marked) and after it (the next step's; the last has none recorded)
+    assert page.count('<svg viewBox="0 0 64 48"') == 2 * len(steps) - 1 and "no later frame recorded" in page
 
 
 def test_run_index_and_dataset_export(null_url, tmp_path):
