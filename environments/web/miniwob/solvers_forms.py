@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import re
 
-from mintgym.action_spaces import Click, Key, Scroll, Type
+from mintgym.action_spaces import Click, Key, Move, Scroll, Type
 from mintgym.environments.web import ui
-from mintgym.environments.web.miniwob.oracles import solver
+from mintgym.environments.web.miniwob.oracles import STEP_LIMITS, solver
 
 # Wraps a finder ``(arg) => Element | null`` so that it returns a point of the element's visible box: its centre,
 # or when something else lies on top there (overlapping buttons), the first point of a grid over it that hits it.
@@ -36,20 +36,30 @@ async def _center_of(env, finder: str, arg=None) -> tuple[int, int] | None:
     return None if point is None else (int(point[0]), int(point[1]))
 
 
-async def _click_el(env, finder: str, arg=None, clicks: int = 1):
-    """Scroll the element ``finder(arg)`` returns into view with the wheel if needed, then click its centre."""
+async def _click_el(env, finder: str, arg=None, clicks: int = 1, hover: bool = False):
+    """Scroll the element ``finder(arg)`` returns into view with the wheel if needed, then click it.
+
+    ``hover``: move the pointer onto it first and wait until it is under the pointer again (a ``:hover`` style
+    that swaps an icon's image re-lays it out, and a press and release on different elements is no click)."""
     width, height = env.screen_size
-    for _ in range(8):
-        point = await _center_of(env, finder, arg)
-        if point is None:
-            raise LookupError(f"oracle: no visible element for {finder[:80]!r} ({arg!r})")
-        x, y = point
-        if 0 <= x < width and 0 <= y < height:
-            yield Click(x=x, y=y, clicks=clicks)
-            return
-        yield Scroll(x=width // 2, y=height // 2, dx=0, dy=y - height // 2)
+    point, tries = await _center_of(env, finder, arg), 0
+    while point is not None and not (0 <= point[0] < width and 0 <= point[1] < height):
+        if tries == 8:
+            raise LookupError(f"oracle: could not scroll {finder[:80]!r} ({arg!r}) into view")
+        yield Scroll(x=width // 2, y=height // 2, dx=0, dy=point[1] - height // 2)
         await asyncio.sleep(0.1)
-    raise LookupError(f"oracle: could not scroll {finder[:80]!r} ({arg!r}) into view")
+        point, tries = await _center_of(env, finder, arg), tries + 1
+    if point is None:
+        raise LookupError(f"oracle: no visible element for {finder[:80]!r} ({arg!r})")
+    if hover:
+        yield Move(x=point[0], y=point[1])
+        await ui.wait_js(env, _UNDER_POINTER_JS, [finder, arg, point])
+    yield Click(x=point[0], y=point[1], clicks=clicks)
+
+
+_UNDER_POINTER_JS = """([finder, arg, [x, y]]) => {
+  const el = eval(finder)(arg), top = document.elementFromPoint(x, y);
+  return top !== null && el.contains(top) && el.getBoundingClientRect().width > 0; }"""
 
 
 async def _click(env, selector: str):
@@ -406,3 +416,48 @@ async def _sign_agreement(env, query):
         yield a
     async for a in _click(env, "#agree" if button == "Agree" else "#cancel"):
         yield a
+
+
+_SOCIAL_CLASS = {"Reply": "reply", "Retweet": "retweet", "Like": "like", "Share": "share", "Share via DM": "share",
+                 "Copy link to Tweet": "copy", "Embed Tweet": "embed", "Mute": "menu-user", "Block": "block-user",
+                 "Report": "report"}
+# The ``nth`` post by a user, or a control inside it.
+_POST = """([user, nth, part]) => {
+  const post = [...document.querySelectorAll('#area .media')]
+    .filter((m) => m.querySelector('.username').textContent === user)[nth];
+  return part ? post.querySelector(part) : post; }"""
+
+
+async def _social_click(env, user: str, nth: int, label: str):
+    """Click a post's control; the menu ones (Share via DM, Mute, ...) open the post's "more" menu first."""
+    cls = _SOCIAL_CLASS[label]
+    if await env.page.evaluate(f"(arg) => ({_POST})(arg).closest('ul') !== null", [user, nth, f".{cls}"]):
+        async for a in _click_el(env, _POST, [user, nth, ".more"], hover=True):
+            yield a
+        await ui.wait_js(env, f"(arg) => ({_POST})(arg).getBoundingClientRect().height > 0", [user, nth, f".{cls}"])
+    async for a in _click_el(env, _POST, [user, nth, f".{cls}"], hover=True):
+        yield a
+
+
+@solver("social-media")
+async def _social_media(env, query):
+    user, label = re.match(r'For the user (\S+), click on the "(.*)" button\.', query).groups()
+    async for a in _social_click(env, user, 0, label):
+        yield a
+
+
+@solver("social-media-all", "social-media-some")
+async def _social_media_all(env, query):
+    label, amount, user = re.match(r'Click the "(.*)" button on (all|\d+) posts? by (\S+) and then click Submit\.',
+                                   query).groups()
+    posts = await env.page.evaluate(f"(user) => [...document.querySelectorAll('#area .username')]"
+                                    ".filter((u) => u.textContent === user).length", user)
+    for nth in range(posts if amount == "all" else int(amount)):
+        async for a in _social_click(env, user, nth, label):
+            yield a
+    async for a in _click(env, "#submitRow button"):
+        yield a
+
+
+# Up to 11 posts by one user, each a hover and a click (and a wheel scroll when below the fold), then Submit.
+STEP_LIMITS["social-media-all"] = STEP_LIMITS["social-media-some"] = 40
