@@ -529,3 +529,100 @@ async def _simon_says(env, query):
     for button in sequence:
         async for a in ui.click(env, f"#{button}", wait=False):
             yield a
+
+
+# ---- drawing: MintGym's Drag presses, moves in 8 equal steps and releases --------------------------------
+
+_DRAG_STEPS = 8  # the web environment's Drag moves the pointer in this many mousemove events
+
+
+async def _marked_dot(env) -> tuple[float, float, list[float]]:
+    """The marked dot's centre in viewport pixels and the svg's viewport box."""
+    return await _js(env, """() => { const svg = document.querySelector('svg'), r = svg.getBoundingClientRect();
+        const c = document.getElementById('circ');
+        return [r.left + +c.getAttribute('cx'), r.top + +c.getAttribute('cy'), [r.left, r.top, r.right, r.bottom]]; }""")
+
+
+@solver("draw-line")
+async def _draw_line(env, query):
+    cx, cy, _ = await _marked_dot(env)
+    # The page scores the line through (centre - 4, centre - 4) (its generateCenter offset) and needs one
+    # sampled point within 6 px of it: a drag of 48 px whose 4th sample lands there, 3 px from the centre
+    # line so it still crosses the 4 px dot.
+    if "horizontal" in query:
+        x1, y = round(cx - 4) - 24, round(cy - 3)
+        yield Drag(x1=x1, y1=y, x2=x1 + 48, y2=y)
+    else:
+        x, y1 = round(cx - 3), round(cy - 4) - 24
+        yield Drag(x1=x, y1=y1, x2=x, y2=y1 + 48)
+    async for a in ui.click(env, "#controls button", wait=False):
+        yield a
+
+
+@solver("draw-circle")
+async def _draw_circle(env, query):
+    cx, cy, (left, top, right, bottom) = await _marked_dot(env)
+    # A Drag is one straight stroke, so the oracle draws the flattest arc it can: a 24 x 24 px stroke
+    # tangent to a circle round the dot, far enough out that its samples' distances from the dot vary by
+    # less than the page's 2 px standard deviation (its test of roundness), and its box is >= 20 x 20 px.
+    best = None
+    for radius in range(44, 27, -2):
+        for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1)):  # the tangent point lies diagonally off the dot
+            tx, ty = cx + sx * radius / math.sqrt(2), cy + sy * radius / math.sqrt(2)
+            x1, y1, x2, y2 = round(tx - sy * 12), round(ty + sx * 12), round(tx + sy * 12), round(ty - sx * 12)
+            if not all(left + 2 <= x <= right - 2 and top + 2 <= y <= bottom - 2 for x, y in ((x1, y1), (x2, y2))):
+                continue
+            t = np.linspace(0, 1, _DRAG_STEPS + 1)
+            spread = float(np.hypot(x1 + (x2 - x1) * t - cx, y1 + (y2 - y1) * t - cy).std())
+            if best is None or spread < best[0]:
+                best = (spread, x1, y1, x2, y2)
+    if best is None:
+        raise LookupError("oracle: no room round the marked point for a stroke")
+    _, x1, y1, x2, y2 = best
+    yield Drag(x1=x1, y1=y1, x2=x2, y2=y2)
+    async for a in ui.click(env, "#controls button", wait=False):
+        yield a
+
+
+@solver("click-pie", "click-pie-nodelay")
+async def _click_pie(env, query):
+    label = _quoted(query)[0]
+    async for a in _click_where(env, "#wheelnav-divWheel-spreader"):
+        yield a
+    # The menu opens with an animation (click-pie) or at once (-nodelay): wait until the slices stop moving.
+    await _settled(env, """() => [...document.querySelectorAll('#divWheel [id^=wheelnav-divWheel-slice-]')]
+                             .map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width]; })""")
+    titles = "[id^=wheelnav-divWheel-title-]"
+    async for a in _click_where(env, f"#divWheel {titles}", f"el.textContent === {label!r}"):
+        yield a
+
+
+def _quoted(query: str) -> list[str]:
+    return re.findall(r'"([^"]*)"', query)
+
+
+# count-sides draws a regular polygon (3-7 sides, radius 35) round the canvas centre and keeps the count in
+# a local variable: read the drawing's outline as its outermost inked radius per degree.
+_OUTLINE_JS = """() => { const c = document.getElementById('c'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+  const out = [];
+  for (let deg = 0; deg < 360; deg++) {
+    const a = deg * Math.PI / 180;
+    let far = 0;
+    for (let r = 1; r < 48; r += 0.5) {
+      const x = Math.round(c.width / 2 + r * Math.cos(a)), y = Math.round(c.height / 2 + r * Math.sin(a));
+      if (x < 0 || y < 0 || x >= c.width || y >= c.height) break;
+      if (d.data[(y * c.width + x) * 4 + 3] > 128) far = r;
+    }
+    out.push(far);
+  }
+  return out; }"""
+
+
+@solver("count-sides")
+async def _count_sides(env, query):
+    outline = np.array(await _js(env, _OUTLINE_JS), dtype=float)
+    # A regular n-gon's outline repeats n times round the circle: its strongest harmonic among 3..7 is n.
+    spectrum = np.abs(np.fft.rfft(outline - outline.mean()))
+    sides = max(range(3, 8), key=lambda n: spectrum[n])
+    async for a in _click_where(env, "#form button", f"el.getAttribute('data-sides') === '{sides}'"):
+        yield a
