@@ -11,7 +11,7 @@ import re
 
 from mintgym.action_spaces import Click, Key, Move, Scroll, Type
 from mintgym.environments.web import ui
-from mintgym.environments.web.miniwob.oracles import STEP_LIMITS, solver
+from mintgym.environments.web.miniwob.oracles import SOLVERS, STEP_LIMITS, solver
 
 # Wraps a finder ``(arg) => Element | null`` so that it returns a point of the element's visible box: its centre,
 # or when something else lies on top there (overlapping buttons), the first point of a grid over it that hits it.
@@ -461,3 +461,28 @@ async def _social_media_all(env, query):
 
 # Up to 11 posts by one user, each a hover and a click (and a wheel scroll when below the fold), then Submit.
 STEP_LIMITS["social-media-all"] = STEP_LIMITS["social-media-some"] = 40
+
+
+@solver("terminal")
+async def _terminal(env, query):
+    match = re.search(r"extension \.(\S+)$", query)
+    extension = match.group(1) if match else None  # None: a file without an extension
+    # The listing ``ls`` would print is the page's own ``currentFiles``.
+    files = await env.page.evaluate("() => currentFiles")
+    name = next(f for f in files if (f.endswith("." + extension) if extension else "." not in f))
+    async for a in _click(env, "#terminal"):
+        yield a
+    yield Type(text=f"rm {name}")
+    yield Key(keys=("enter",))
+
+
+@solver("text-transform")
+async def _text_transform(env, query):
+    text = await env.page.evaluate("() => document.getElementById('captcha').textContent")
+    async for a in _type_into(env, "#tt", text):
+        yield a
+    async for a in _submit(env):
+        yield a
+
+
+solver("use-autocomplete-nodelay")(SOLVERS["use-autocomplete"])  # the same page without the menu's delay
