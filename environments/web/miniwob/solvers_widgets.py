@@ -434,3 +434,85 @@ async def _use_colorwheel_2(env, query):
     rgb = await env.page.evaluate("() => getComputedStyle(document.querySelector('#query .cc')).backgroundColor")
     async for a in _type_color(env, _hex(rgb)):
         yield a
+
+
+@solver("order-food")
+async def _order_food(env, query):
+    menu = await env.page.evaluate("() => MENU.map((m) => ({id: m.id, name: m.name.trim(), types: m.types}))")
+    by_name = re.match(r"Order one of each item: (.*)$", query)
+    if by_name:
+        wanted = {n.strip() for n in by_name.group(1).split(",")}
+        orders = [(m["id"], 1) for m in menu if m["name"] in wanted]
+    else:
+        count, kind = re.match(r"Order (\d+) items that are (\S+)", query).groups()
+        orders = [(next(m["id"] for m in menu if kind in m["types"]), int(count))]
+    for item, count in orders:
+        while count > 0:  # a double or triple click on "+" adds two or three
+            async for a in ui.click(env, f'.food-item[data-id="{item}"] .add', clicks=min(3, count), wait=False):
+                yield a
+            count -= min(3, count)
+    async for a in ui.click(env, "#submit-order button", wait=False):
+        yield a
+
+
+_TICKET_KEY = {"cheapest cost": ("data-price", min), "most expensive cost": ("data-price", max),
+               "shortest duration": ("data-duration", min), "longest duration": ("data-duration", max)}
+
+
+@solver("buy-ticket")
+async def _buy_ticket(env, query):
+    attribute, pick = _TICKET_KEY[re.search(r"with the (.+?)\.?$", query).group(1)]
+    values = await env.page.evaluate("(a) => [...document.querySelectorAll('.flight')].map((f) => parseInt(f.querySelector('[' + a + ']').getAttribute(a), 10))",
+                                     attribute)
+    async for a in _click_found(env, _NTH_CENTER_JS, [".flight .buy-ticket", values.index(pick(values))]):
+        yield a
+
+
+async def _settled_scroll(env, container: str) -> None:
+    """Wait until ``container``'s scroll position holds still for a frame (wheel scrolling may animate)."""
+    await ui.wait_js(env, """(sel) => new Promise((done) => { const el = document.querySelector(sel), top = el.scrollTop;
+        requestAnimationFrame(() => requestAnimationFrame(() => done(el.scrollTop === top))); })""", container)
+
+
+_CALENDAR_WINDOWS = {"8AM and 12PM": (16, 24), "12PM and 4PM": (24, 32), "4PM and 8PM": (32, 40)}
+_CALENDAR_HALF_HOURS = {"30 mins": 1, "0.5 hours": 1, "60 mins": 2, "1 hour": 2, "90 mins": 3, "1.5 hours": 3}
+
+# The first half hour in [lo, hi - n] from which n half hours run clear of the calendar's other events.
+_FREE_SLOT_JS = """([lo, hi, n]) => {
+  const events = [...document.querySelectorAll('#area .event')].map((e) => e.getBoundingClientRect());
+  const free = (i) => { const c = document.getElementById('hh-' + i).getBoundingClientRect();
+    return events.every((e) => e.bottom <= c.top + 2 || e.top >= c.bottom - 2); };  // events sit a pixel off the grid
+  for (let s = lo; s <= hi - n; s++) {
+    let ok = true;
+    for (let k = s; k < s + n; k++) ok = ok && free(k);
+    if (ok) return s;
+  }
+  return null;
+}"""
+
+
+@solver("daily-calendar")
+async def _daily_calendar(env, query):
+    m = re.search(r'Create a (.+?) event named "([^"]+)", between (.+?)\.$', query)
+    length, name, window = m.group(1), m.group(2), m.group(3)
+    n = _CALENDAR_HALF_HOURS[length]
+    start = await env.page.evaluate(_FREE_SLOT_JS, [*_CALENDAR_WINDOWS[window], n])
+    if start is None:
+        raise LookupError(f"oracle: no free {length} between {window}")
+    # Scroll the calendar (its own scrolling box) so the slot sits near the top of what shows.
+    offset = await env.page.evaluate("""(i) => document.getElementById('hh-' + i).getBoundingClientRect().top
+        - document.getElementById('area').getBoundingClientRect().top - 10""", start)
+    x, y = await ui.center(env, "#area")
+    yield Scroll(x=x, y=y, dx=0, dy=round(offset))
+    await _settled_scroll(env, "#area")
+    first, last = await env.page.evaluate("""([a, b]) => [a, b].map((i) => {
+        const r = document.getElementById('hh-' + i).getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom]; })""",
+                                          [start, start + n - 1])
+    # Pressing on the first half hour, moving to the last and letting go there draws the event and opens its form.
+    yield Drag(x1=round(first[0]), y1=round(first[1] + 5), x2=round(last[0]), y2=round(last[2] - 5))
+    await ui.wait_for(env, "#create-event #event-name")
+    async for a in ui.click(env, "#event-name", wait=False):
+        yield a
+    yield Type(text=name)
+    async for a in ui.click(env, "#controls .create", wait=False):
+        yield a
