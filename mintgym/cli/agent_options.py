@@ -72,8 +72,9 @@ def _options(default_agent: str, model_url_aliases: tuple[str, ...]) -> dict[str
         "retries": (int, o(0, min=0, help="vlm: re-asks after an unparseable answer")),
         "model_timeout": (float, o(600.0, min=0.1, help="openai: seconds to wait for one model answer")),
         "model_retries": (int, o(2, min=0, help="openai: retries of a failed model request")),
-        "packs": (list[str], o([], "--packs", help="a task pack to add, module:function returning tasks (or "
-                                                   "NAME=module:function); repeatable, also reaches env servers")),
+        "packs": (list[str], o([], "--packs", help="a task pack to add: module:function returning tasks, a task "
+                                                   "file (.yaml/.yml/.json) or a folder of them (docs/task-files.md),"
+                                                   " or NAME=...; repeatable, also reaches env servers")),
     }
 
 
@@ -216,8 +217,8 @@ def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
 
 
 def use_packs(specs: tuple[str, ...] | list[str]) -> list[str]:
-    """Register each ``module:function`` (or ``NAME=module:function``) task pack here and for the env servers
-    started from here; one ``error:`` line (exit 2) for a pack that does not import or load."""
+    """Register each ``module:function`` or task-file (or ``NAME=...``) task pack here and for the env servers
+    started from here; one ``error:`` line (exit 2) for a pack that does not import, parse or load."""
     from mintgym.env import registration
     from mintgym.errors import RegistrationError
 

@@ -7,6 +7,7 @@ backend starts (``local`` by default), so a pack that checks here also reaches t
 
     mintgym check pytool/count-shapes-0
     mintgym check mypkg.tasks:tasks            # a pack given as module:function
+    mintgym check path/to/tasks.yaml           # a task file (or a folder of them), docs/task-files.md
     mintgym check --packs mypkg.tasks:tasks mine/green-button
 """
 
@@ -42,9 +43,10 @@ class TaskCheck:
         return any(v in ("FAIL", "no oracle") for v in self.cells.values())
 
 
-def check(target: str = typer.Argument(..., help="a task id, an id prefix, a pack name, or a pack as "
-                                                  "module:function"),
-          packs: list[str] = typer.Option([], "--packs", help="more task packs (module:function); repeatable"),
+def check(target: str = typer.Argument(..., help="a task id, an id prefix, a pack name, a pack as "
+                                                  "module:function, or a task file or folder of them"),
+          packs: list[str] = typer.Option([], "--packs", help="more task packs (module:function, or a task "
+                                                              "file or folder); repeatable"),
           backend: str = typer.Option("local", help="runtime that starts the env server: local | docker | ray"),
           base_url: Optional[str] = typer.Option(None, help="check against a running env server instead"),
           token: Optional[str] = typer.Option(None, envvar="MINTGYM_TOKEN"),
@@ -80,10 +82,13 @@ def check(target: str = typer.Argument(..., help="a task id, an id prefix, a pac
 
 
 def select_tasks(target: str) -> list[Any]:
-    """The tasks ``target`` names: a pack ref (module:function), a task id, a pack name or an id prefix."""
-    from mintgym.env import registration
+    """The tasks ``target`` names: a pack ref (module:function), a task file or folder, a task id (any
+    spelling of :mod:`mintgym.env.ids`), a pack name or an id prefix."""
+    import os
 
-    if ":" in target:
+    from mintgym.env import registration, taskfiles
+
+    if ":" in target or target.endswith(taskfiles.SUFFIXES) or os.path.exists(target):
         return _pack_tasks(use_packs([target])[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -91,6 +96,8 @@ def select_tasks(target: str) -> list[Any]:
     by_id = {t.id: t for t in every}
     if target in by_id:
         return [by_id[target]]
+    if target in registration.spellings():
+        return [registration.task(target)]
     if target in registration.packs():
         return _pack_tasks(target)
     prefixed = [t for t in every if t.id.startswith(target.rstrip("/") + "/")]

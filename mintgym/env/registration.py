@@ -7,13 +7,18 @@
 
 Nothing heavy is imported until a host or pack is asked for; :func:`register_host` and
 :func:`register_tasks` add plug-ins at run time (tests, notebooks), :func:`add_pack` one given as
-``module:function`` (``mintgym ... --packs``).
+``module:function`` or as a task file or folder of them (``mintgym ... --packs``; see
+:mod:`mintgym.env.taskfiles`). Task ids follow one scheme, ``[domain/]pack/name[-vN]``
+(:mod:`mintgym.env.ids`): :func:`task` accepts an id with or without its domain, and without a version
+(the highest one registered).
 
 Packs added at run time reach the env servers this process starts: :func:`forwarding_environment` names
 them in ``$MINTGYM_PACKS`` (a JSON object, pack -> ``module:function``), which every process reads when it
 first looks at the registry, and puts their import roots on ``PYTHONPATH``. A pack given as a callable
 with no importable name (a lambda, a function defined inside another or in ``__main__``) cannot be
-forwarded: the server's unknown-task error then names the pack and why.
+forwarded: the server's unknown-task error then names the pack and why, and :func:`forwarding_problem`
+lets a caller refuse early. :func:`pack_forwards` describes each forwardable pack (its ref and the files or
+import roots it needs) for providers that must carry them to another machine or container (docker, ray).
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ import json
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Callable, Iterable
 
+from mintgym.env import taskfiles
 from mintgym.env.core import EnvironmentHost, Task
+from mintgym.env.ids import TaskId, parse_task_id
 from mintgym.errors import RegistrationError
 
 HOST_GROUP = "mintgym.environments"
@@ -79,6 +87,8 @@ def _forwarded(variable: str) -> dict[str, str]:
 def _load(ref: str | object) -> object:
     if not isinstance(ref, str):
         return ref
+    if taskfiles.is_task_file_ref(ref):
+        return lambda: taskfiles.load_tasks(ref)
     module, _, attr = ref.partition(":")
     obj = importlib.import_module(module)
     for part in attr.split(".") if attr else ():
@@ -103,14 +113,18 @@ def register_tasks(pack: str, tasks: str | Callable[[], Iterable[Task]]) -> None
 
 
 def add_pack(spec: str) -> str:
-    """Register the pack ``module:function`` (named after the module) or ``NAME=module:function`` and load
-    it now; returns its name. A ref that does not parse, import or load raises RegistrationError saying so."""
+    """Register the pack ``module:function`` (named after the module), a task file or folder of them (named
+    by its absolute path), or either as ``NAME=...``, and load it now; returns its name. A ref that does not
+    parse, import or load raises RegistrationError saying so."""
     name, sep, ref = spec.partition("=")
-    if not sep:
+    if not sep or "/" in name:
         name, ref = "", spec
+    if taskfiles.is_task_file_ref(ref) or os.path.exists(ref):
+        return _add_file_pack(name, ref)
     module, colon, attr = ref.partition(":")
     if not colon or not module or not attr:
-        raise RegistrationError(f"a task pack is given as module:function (or NAME=module:function), got {spec!r}")
+        raise RegistrationError(f"a task pack is given as module:function, a task file (.yaml, .yml, .json) or a "
+                                f"folder of them (or NAME=...), got {spec!r}")
     try:
         factory = _load(ref)
     except ImportError as err:
@@ -127,6 +141,21 @@ def add_pack(spec: str) -> str:
     _all()
     if name in broken_packs:
         raise RegistrationError(f"task pack {ref!r} failed to load: {broken_packs[name]}")
+    return name
+
+
+def _add_file_pack(name: str, path: str) -> str:
+    ref = os.path.abspath(path)
+    tasks_found = taskfiles.load_tasks(ref)  # a mistake is one TaskFileError line, before anything registers
+    name = name or ref
+    _discover()
+    if _pack_refs.get(name) != ref:
+        register_tasks(name, ref)
+    _all()
+    if name in broken_packs:
+        raise RegistrationError(f"task pack {ref!r} failed to load: {broken_packs[name]}")
+    if not tasks_found:
+        raise RegistrationError(f"task file pack {ref!r} holds no tasks")
     return name
 
 
@@ -155,6 +184,8 @@ def _importable_ref(target: str | Callable[[], Iterable[Task]]) -> tuple[str | N
 
 def _import_root(ref: str) -> str | None:
     """The sys.path folder a ref's top-level package was imported from (None for installed ones)."""
+    if taskfiles.is_task_file_ref(ref):
+        return None
     top = ref.partition(":")[0].split(".")[0]
     module = sys.modules.get(top)
     origin = getattr(module, "__file__", None)
@@ -189,6 +220,74 @@ def forwarding_environment() -> dict[str, str]:
     if unforwarded:
         env[UNFORWARDED_ENV] = json.dumps(unforwarded)
     return env
+
+
+@dataclass(frozen=True)
+class PackForward:
+    """A pack a provider must carry to a server on another machine or in a container.
+
+    ``ref`` is ``module:function`` or the absolute path of a task file or folder; ``paths`` are what the
+    server needs to load it: for a task-file pack its task files and every file they read (pages, images,
+    OSWorld JSON), for a module pack the folder of its top-level package (or its module file)."""
+
+    pack: str
+    ref: str
+    paths: tuple[str, ...]
+
+    @property
+    def is_task_file(self) -> bool:
+        return taskfiles.is_task_file_ref(self.ref)
+
+
+def pack_forwards(entry_points_too: bool = False) -> tuple[list[PackForward], dict[str, str]]:
+    """(the packs added here at run time, with what they need; the packs that cannot be forwarded -> why).
+
+    ``entry_points_too`` also lists entry-point packs of packages other than MintGym (a container or a
+    remote node has MintGym's own, not necessarily the user's)."""
+    _discover()
+    names = set(_runtime_packs)
+    if entry_points_too:
+        names |= {p for p, ref in _pack_refs.items()
+                  if isinstance(ref, str) and not ref.startswith("mintgym.") and not taskfiles.is_task_file_ref(ref)}
+    forwards: list[PackForward] = []
+    unforwarded: dict[str, str] = {}
+    for pack in sorted(names & set(_pack_refs)):
+        ref, why = _importable_ref(_pack_refs[pack])
+        if ref is None:
+            unforwarded[pack] = why
+            continue
+        try:
+            if taskfiles.is_task_file_ref(ref):
+                paths = tuple(str(p) for p in taskfiles.pack_files(ref))
+            else:
+                paths = _module_paths(ref)
+        except (RegistrationError, OSError) as err:
+            unforwarded[pack] = str(err)
+            continue
+        forwards.append(PackForward(pack, ref, paths))
+    return forwards, unforwarded
+
+
+def _module_paths(ref: str) -> tuple[str, ...]:
+    """The folder of a module ref's top-level package, or its module file; () for MintGym's own modules."""
+    import importlib.util
+
+    top = ref.partition(":")[0].split(".")[0]
+    if top == "mintgym":
+        return ()
+    spec = importlib.util.find_spec(top)
+    if spec is None:
+        raise RegistrationError(f"module {top!r} of pack {ref!r} cannot be found to forward it")
+    if spec.submodule_search_locations:
+        locations = list(spec.submodule_search_locations)
+        if len(locations) != 1:
+            raise RegistrationError(f"package {top!r} of pack {ref!r} is a namespace package over "
+                                    f"{len(locations)} folders; forward a regular package")
+        return (os.path.abspath(locations[0]),)
+    if not spec.origin or not os.path.isfile(spec.origin) or not spec.origin.endswith(".py"):
+        raise RegistrationError(f"module {top!r} of pack {ref!r} is not Python source ({spec.origin}); it cannot "
+                                "be carried to another machine: install it there")
+    return (os.path.abspath(spec.origin),)
 
 
 def pack_tasks(pack: str) -> list[Task]:
@@ -233,6 +332,8 @@ def _load_pack(pack: str) -> None:
     try:
         factory = _load(_pack_refs[pack])
         loaded = list(factory())  # type: ignore[operator]
+        for task in loaded:
+            parse_id(task.id)  # one id scheme: a pack with an id outside it does not load
     except Exception as err:  # a pack whose optional extra is missing must not hide the others
         broken_packs[pack] = f"{type(err).__name__}: {err}"
         warnings.warn(f"task pack {pack!r} ({_pack_refs[pack]}) failed to load: {err}", stacklevel=3)
@@ -280,21 +381,75 @@ def tasks(domain: str | None = None, prefix: str | None = None) -> list[Task]:
 
 
 def task(task_id: str) -> Task:
-    """The task with this id; the error lists close matches."""
+    """The task with this id: as registered, with or without its domain, or without a version (the highest
+    one registered). The error is one line: close matches, and why the pack that has it may be missing."""
     table = _all()
     if task_id in table:
         return table[task_id]
+    matches = spellings().get(task_id, [])
+    if len({id(t) for t in matches}) == 1:
+        return matches[0]
+    if matches:
+        raise RegistrationError(f"task id {task_id!r} is ambiguous: it names {', '.join(sorted(t.id for t in matches))}; "
+                                "give the domain too")
+    raise RegistrationError(f"unknown task id {task_id!r}{_missing_hint(task_id, table)}")
+
+
+def parse_id(task_id: str) -> TaskId:
+    """:func:`mintgym.env.ids.parse_task_id` with this registry's domains."""
+    _discover()
+    return parse_task_id(task_id, set(_host_refs) | set(taskfiles.KINDS))
+
+
+def canonical_id(task: Task) -> str:
+    """``domain/pack/name[-vN]`` for a registered task (its registered id may leave the domain out)."""
+    return parse_id(task.id).canonical(task.domain)
+
+
+def spellings() -> dict[str, list[Task]]:
+    """Every accepted spelling of every registered id -> the tasks it names (an unversioned spelling names
+    only the highest version)."""
+    found: dict[str, list[Task]] = {}
+    latest: dict[str, tuple[int, Task]] = {}
+    for tid, t in _all().items():
+        try:
+            parsed = parse_id(tid)
+        except RegistrationError:
+            continue
+        for key in {tid, parsed.canonical(t.domain), parsed.short()}:
+            found.setdefault(key, []).append(t)
+        if parsed.version is not None:
+            for key in (parsed.unversioned(t.domain), f"{parsed.pack}/{parsed.name}"):
+                if key not in latest or latest[key][0] < parsed.version:
+                    latest[key] = (parsed.version, t)
+    for key, (_, t) in latest.items():
+        found.setdefault(key, [t])
+    return found
+
+
+def _missing_hint(task_id: str, table: dict[str, Task]) -> str:
     import difflib
 
-    close = difflib.get_close_matches(task_id, table, n=5)
+    known = spellings()
+    close = difflib.get_close_matches(task_id, list(known), n=5)
+    close = list(dict.fromkeys(known[c][0].id for c in close))
     hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(table)} tasks are registered (see `mintgym tasks`)"
+    try:
+        parsed = parse_id(task_id)
+    except RegistrationError as err:
+        return f"{hint}; {err}"
+    namespaces = {i.split("/")[0] for i in table} | {i.split("/")[1] for i in table if i.count("/") >= 2}
+    if parsed.pack not in namespaces:
+        hint += (f"; no registered pack has ids under {parsed.pack!r}: add yours with --packs module:function or "
+                 "--packs path/to/tasks.yaml (or a mintgym.tasks entry point); a pack registered with "
+                 "register_tasks() in another process reaches this one only when that process forwards it")
     if broken_packs:
         hint += "; packs that failed to load: " + "; ".join(f"{p}: {e}" for p, e in sorted(broken_packs.items()))
     unforwarded = _forwarded(UNFORWARDED_ENV)
     if unforwarded:
         hint += ("; packs registered in the process that started this server could not be forwarded: "
                  + "; ".join(f"{p}: {why}" for p, why in sorted(unforwarded.items())))
-    raise RegistrationError(f"unknown task id {task_id!r}{hint}")
+    return hint
 
 
 def resolve(env_or_task_id: str) -> tuple[str, Task | None]:

@@ -8,6 +8,13 @@ Two network modes:
 * ``host``: the container shares the host's network; the server binds 127.0.0.1 on a free port.
   For daemons without a bridge (MintGym's own test daemon, scripts/dockerd.sh).
 
+Task packs added in this process (``--packs``, ``register_tasks``, task files) and entry-point packs of
+packages other than MintGym are forwarded explicitly: their files are mounted read-only under
+``/mintgym/packs/<n>`` (task files and the pages, images and JSON they read) or ``/mintgym/pypath/<n>``
+(a module pack's top-level package, put on ``PYTHONPATH``), and ``$MINTGYM_PACKS`` names each pack by its
+path or ``module:function`` inside the container (see :func:`pack_mounts`). A pack that cannot be forwarded
+is named, with why, in the server's unknown-task error.
+
 Every container carries labels ``mintgym.managed=true``, ``mintgym.run=<run id>``,
 ``mintgym.owner_pid=<pid>`` (plus the owner's host name and process start time), so :meth:`reap`
 can remove what a crashed run left behind without touching anyone else's containers.
@@ -33,10 +40,14 @@ from typing import Any, Literal
 
 import psutil
 
+from mintgym.env import registration
 from mintgym.errors import BackendError
 from mintgym.runtime.providers import Provider, ServerHandle, wait_for_health
 
 CONTAINER_PORT = 8000
+#: Where forwarded task-file packs and module packs appear inside a container.
+PACKS_MOUNT = "/mintgym/packs"
+PYPATH_MOUNT = "/mintgym/pypath"
 LABEL_MANAGED = "mintgym.managed"
 LABEL_RUN = "mintgym.run"
 LABEL_OWNER_PID = "mintgym.owner_pid"
@@ -151,7 +162,8 @@ class DockerProvider(Provider):
         cfg = self.config
         if cfg.network == "bridge" and not token:
             token = secrets.token_urlsafe(24)  # the server binds 0.0.0.0 in its container: a token is required
-        env = {**cfg.environment, "MINTGYM_DOMAIN": domain}
+        pack_volumes, pack_env = pack_mounts(*registration.pack_forwards(entry_points_too=True))
+        env = {**cfg.environment, **pack_env, "MINTGYM_DOMAIN": domain}
         if token:
             env["MINTGYM_TOKEN"] = token
         run_kwargs: dict[str, Any] = {}
@@ -168,9 +180,10 @@ class DockerProvider(Provider):
             run_kwargs["mem_limit"] = cfg.memory
         if cfg.devices:
             run_kwargs["devices"] = [f"{d}:{d}:rwm" for d in cfg.devices]
-        if cfg.volumes:
-            run_kwargs["volumes"] = {str(Path(host).resolve()): {"bind": inside, "mode": "ro"}
-                                     for host, inside in cfg.volumes.items()}
+        volumes = {str(Path(host).resolve()): inside for host, inside in cfg.volumes.items()}
+        volumes.update(pack_volumes)
+        if volumes:
+            run_kwargs["volumes"] = {host: {"bind": inside, "mode": "ro"} for host, inside in volumes.items()}
         labels = {LABEL_MANAGED: "true", LABEL_RUN: self.run_id, LABEL_DOMAIN: domain, **_owner_identity()}
         name = f"mintgym-{domain}-{self.run_id}-{uuid.uuid4().hex[:6]}"
         command = ["--request-timeout", str(request_timeout), "--host-options", json.dumps(host_options)]
@@ -282,6 +295,36 @@ class DockerProvider(Provider):
     def reap(self) -> list[str]:
         """Remove MintGym containers whose owner process (on this host) is gone; returns their names."""
         return reap(self.client)
+
+
+def pack_mounts(forwards: list[registration.PackForward], unforwarded: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(read-only mounts host path -> container path, environment) that give a container's env server the
+    packs ``forwards`` (see :func:`mintgym.env.registration.pack_forwards`)."""
+    volumes: dict[str, str] = {}
+    packs: dict[str, str] = {}
+    pythonpath: list[str] = []
+    for n, forward in enumerate(forwards):
+        if forward.is_task_file:
+            root = os.path.commonpath([forward.ref if os.path.isdir(forward.ref) else os.path.dirname(forward.ref),
+                                       *(os.path.dirname(p) for p in forward.paths)])
+            inside = f"{PACKS_MOUNT}/{n}"
+            volumes[root] = inside
+            relative = os.path.relpath(forward.ref, root)
+            packs[forward.pack] = inside if relative == "." else f"{inside}/{relative}"
+            continue
+        for path in forward.paths:
+            volumes[path] = f"{PYPATH_MOUNT}/{n}/{os.path.basename(path)}"
+        if forward.paths:
+            pythonpath.append(f"{PYPATH_MOUNT}/{n}")
+        packs[forward.pack] = forward.ref
+    env: dict[str, str] = {}
+    if packs:
+        env[registration.PACKS_ENV] = json.dumps(packs)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+    if unforwarded:
+        env[registration.UNFORWARDED_ENV] = json.dumps(unforwarded)
+    return volumes, env
 
 
 def connect(docker_host: str | None = None):

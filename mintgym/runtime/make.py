@@ -1,5 +1,9 @@
 """Layer 3: ``mintgym.make`` = registry lookup + a provider that runs the server + a client.
 
+Task packs added in this process reach the servers every provider starts (each forwards them its own way:
+see local.py, docker.py, ray.py); a task whose pack cannot be forwarded is refused here, before a server
+starts, with the reason.
+
 Providers are found by name: ``local`` (default), ``docker``, ``ray``, or ``inprocess`` (no server:
 the environment runs on a private event loop in this process; for debugging and overhead baselines).
 """
@@ -11,6 +15,7 @@ from typing import Any
 
 from mintgym.allocator import tune_malloc
 from mintgym.env import registration
+from mintgym.errors import RegistrationError
 from mintgym.runtime.providers import Provider
 
 PROVIDERS = {
@@ -48,6 +53,11 @@ def make(env_or_task_id: str, backend: str = "local", *, base_url: str | None = 
                             host_options=host_options)
     from mintgym.client.sync import EnvClient
 
+    if base_url is None and task_id is not None:
+        problem = registration.forwarding_problem(task_id)
+        if problem:
+            raise RegistrationError(f"cannot run {task_id!r} on the {backend!r} backend: {problem} (backend "
+                                    "'inprocess' runs it without a server)")
     if base_url is not None:
         return EnvClient(base_url, domain=domain, task_id=task_id, token=token, encoding=encoding or "png",
                          side_channels=side_channels, env_options=env_options, timeout=timeout)

@@ -6,6 +6,14 @@ The child is told to die with the actor (``--parent-pid``), so ``ray.kill`` or a
 orphan server. Resources per session (``num_cpus``, custom resources such as ``{"browser": 1}``) let
 Ray's scheduler spread servers over the nodes that can hold them.
 
+Task packs added in this process (``--packs``, ``register_tasks``, task files) and entry-point packs of
+packages other than MintGym travel with the actor: :func:`pack_bundles` reads their files (task files with
+the pages, images and JSON they read; a module pack's package source) into the actor's arguments, and the
+actor writes them to a private folder on its node and names them to the server in ``$MINTGYM_PACKS`` (and
+``PYTHONPATH``), so a node that never saw the files serves the tasks. A pack that cannot be forwarded (a
+lambda, a function in ``__main__``, more than :data:`MAX_BUNDLE_BYTES` of files) is named, with why, in the
+server's unknown-task error.
+
 Works with a local ``ray.init()`` and with a cluster (``address="auto"`` on a cluster node, or
 ``ray://head:10001`` through Ray Client). Off loopback the server requires a bearer token; one is
 generated per server when none is given.
@@ -21,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,18 +39,89 @@ import threading
 import uuid
 from typing import Any
 
+from mintgym.env import registration
 from mintgym.errors import BackendError
 from mintgym.runtime.providers import Provider, ServerHandle, wait_for_health
 
 NAMESPACE = "mintgym"
+#: The most bytes of pack files one actor carries (task files, pages, a module pack's source).
+MAX_BUNDLE_BYTES = 64 * 1024 * 1024
+
+
+def pack_bundles(forwards: list[registration.PackForward], unforwarded: dict[str, str]) -> tuple[list[dict], dict[str, str]]:
+    """Each forwardable pack as ``{"pack", "ref", "files": {relative path: bytes}, "module": bool}`` (a task
+    file's ref relative to its files' folder), plus the packs that cannot be carried -> why."""
+    bundles: list[dict] = []
+    unforwarded = dict(unforwarded)
+    for forward in forwards:
+        if forward.is_task_file:
+            anchor = forward.ref if os.path.isdir(forward.ref) else os.path.dirname(forward.ref)
+            root = os.path.commonpath([anchor, *(os.path.dirname(p) for p in forward.paths)])
+            files = {os.path.relpath(p, root): p for p in forward.paths}
+            ref = os.path.relpath(forward.ref, root)
+        else:
+            files = {}
+            for path in forward.paths:
+                if os.path.isfile(path):
+                    files[os.path.basename(path)] = path
+                    continue
+                for folder, dirs, names in os.walk(path):
+                    dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+                    for name in names:
+                        if not name.endswith((".pyc", ".pyo")):
+                            full = os.path.join(folder, name)
+                            files[os.path.relpath(full, os.path.dirname(path))] = full
+            ref = forward.ref
+        size = sum(os.path.getsize(p) for p in files.values())
+        if size > MAX_BUNDLE_BYTES:
+            unforwarded[forward.pack] = (f"its files are {size / 2**20:.0f} MiB, more than a Ray actor carries "
+                                         f"({MAX_BUNDLE_BYTES / 2**20:.0f} MiB); install the pack on the nodes")
+            continue
+        contents = {}
+        for relative, path in files.items():
+            with open(path, "rb") as f:
+                contents[relative] = f.read()
+        bundles.append({"pack": forward.pack, "ref": ref, "files": contents, "module": not forward.is_task_file})
+    return bundles, unforwarded
+
+
+def unpack_bundles(bundles: list[dict], unforwarded: dict[str, str], folder: str) -> dict[str, str]:
+    """Write ``bundles`` under ``folder`` and return the server's environment that names them."""
+    packs: dict[str, str] = {}
+    pythonpath: list[str] = []
+    for n, bundle in enumerate(bundles):
+        root = os.path.join(folder, str(n))
+        for relative, data in bundle["files"].items():
+            path = os.path.normpath(os.path.join(root, relative))
+            if os.path.commonpath([path, root]) != root:
+                raise ValueError(f"pack {bundle['pack']!r}: file {relative!r} lies outside its folder")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+        if bundle["module"]:
+            pythonpath.append(root)
+            packs[bundle["pack"]] = bundle["ref"]
+        else:
+            packs[bundle["pack"]] = os.path.normpath(os.path.join(root, bundle["ref"]))
+    env: dict[str, str] = {}
+    if packs:
+        env[registration.PACKS_ENV] = json.dumps(packs)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(pythonpath + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    if unforwarded:
+        env[registration.UNFORWARDED_ENV] = json.dumps(unforwarded)
+    return env
 
 
 class EnvServerActor:
     """Runs one env server process on the actor's node (wrapped by ``ray.remote`` in :class:`RayProvider`)."""
 
     def __init__(self, domain: str, bind: str, token: str | None, request_timeout: float,
-                 host_options: dict, python: str | None = None):
+                 host_options: dict, python: str | None = None, packs: tuple[list, dict] = ([], {})):
         import ray
+
+        self.packs_dir = tempfile.mkdtemp(prefix="mintgym-ray-packs-")
+        pack_env = unpack_bundles(packs[0], packs[1], self.packs_dir)
 
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -55,6 +135,9 @@ class EnvServerActor:
                "--parent-pid", str(os.getpid()), "--request-timeout", str(request_timeout),
                "--host-options", json.dumps(host_options)]
         env = dict(os.environ)
+        for name in (registration.PACKS_ENV, registration.UNFORWARDED_ENV):
+            env.pop(name, None)  # only the packs the driver sent
+        env.update(pack_env)
         if token:
             env["MINTGYM_TOKEN"] = token
         with open(self.log, "wb") as out:
@@ -101,6 +184,7 @@ class EnvServerActor:
             os.unlink(self.log)
         except OSError:
             pass
+        shutil.rmtree(self.packs_dir, ignore_errors=True)
         return code
 
 
@@ -179,8 +263,9 @@ class RayProvider(Provider):
             opts["resources"] = resources
         if self.memory is not None:
             opts["memory"] = self.memory
+        packs = pack_bundles(*registration.pack_forwards(entry_points_too=True))
         actor = self._remote_cls.options(**opts).remote(domain, self.bind, token, request_timeout, host_options,
-                                                         self.python)
+                                                         self.python, packs)
         try:
             info = ray.get(actor.info.remote(), timeout=self.schedule_timeout)
         except GetTimeoutError:
