@@ -12,10 +12,14 @@ folder of the installed ``miniwob`` package, served over loopback) and the same 
   the observation that follows. MintGym in-process (an ``Episode`` on a ``WebHost``, no HTTP): plain (the
   screenshot), with the grounded ``a11y`` side channel, with ``a11y`` plus set-of-marks, and with ``a11y`` plus
   the pruned ``dom`` channel (closest to BrowserGym's AXTree + DOM content); its sessions are stepped in turns
-  so they share the machine's state. BrowserGym: ``env.step("mouse_click(x, y)")`` (its
-  ``coord`` action subset) returning its default observation (screenshot, AXTree, DOM snapshot, extra element
-  properties, focused element).
-* **reset latency**: the same task with a new seed on a session that already exists.
+  so they share the machine's state. The ``a11y`` step is also timed through ``mintgym.make`` (a local env
+  server: HTTP on loopback, raw frames), as a gymnasium user runs it; that row is for information.
+  BrowserGym: ``env.step("mouse_click(x, y)")`` (its ``coord`` action subset) returning its default observation
+  (screenshot, AXTree, DOM snapshot, extra element properties, focused element).
+* **reset latency**: the same task with a new seed on a session that already exists, timed to the first
+  observation (MintGym: the screenshot; BrowserGym: its default observation). BrowserGym's reset closes and
+  relaunches both of its browsers and loads the task page; MintGym's restarts MiniWoB's episode with the new
+  seed on the page already loaded (a different task would load its page), as MiniWoB's own core allows.
 
 BrowserGym's built-in waits. Its MiniWoB tasks set Playwright's ``slow_mo`` to 100 ms (every Playwright
 operation is delayed by that much), and ``BrowserEnv`` sleeps ``pre_observation_delay`` = 0.5 s after every
@@ -80,6 +84,8 @@ BROWSERGYM_CONFIGS: dict[str, dict] = {
     "BrowserGym as shipped": {},
     "BrowserGym waits removed": {"slow_mo": 0, "pre_observation_delay": 0.0},
 }
+#: The same a11y step through the env server (HTTP on loopback), as ``mintgym.make`` gives it.
+CLIENT_A11Y = "MintGym a11y via mintgym.make"
 WARMUP_STEPS = 3
 WORKER_TIMEOUT_S = 3600
 
@@ -225,10 +231,13 @@ def ensure_venv(browsergym_version: str) -> Path:
     spec = [f"browsergym-core=={browsergym_version}", f"browsergym-miniwob=={browsergym_version}"]
     if python.exists() and stamp.exists() and stamp.read_text().split() == spec:
         return python
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    (VENV.parent / ".gitignore").write_text("# made by benchmarks/web_vs_browsergym.py: nothing here is source\n*\n")
+    try:
+        VENV.parent.mkdir(parents=True, exist_ok=True)
+        (VENV.parent / ".gitignore").write_text("# made by benchmarks/web_vs_browsergym.py: no source here\n*\n")
+    except OSError as err:
+        raise BenchmarkError(f"cannot make BrowserGym's virtual environment at {VENV}: {err}") from None
     base = getattr(sys, "_base_executable", sys.executable)
-    print(f"installing {' '.join(spec)} into {VENV.relative_to(ROOT)} (once) ...", flush=True)
+    print(f"installing {' '.join(spec)} into {VENV} (once) ...", flush=True)
     made = subprocess.run([base, "-m", "venv", "--clear", str(VENV)], check=False, capture_output=True, text=True)
     if made.returncode != 0:
         raise BenchmarkError(f"cannot make BrowserGym's virtual environment at {VENV}: {last_line(made.stderr)}")
@@ -354,6 +363,33 @@ async def mintgym_latency(task, steps: int, resets: int) -> dict:
         await host.stop()
 
 
+def mintgym_client(task_id: str, steps: int, resets: int) -> dict:
+    """The grounded ``a11y`` step and a reset as a gymnasium user sees them: ``mintgym.make`` (a local env server)."""
+    from mintgym.action_spaces import Click
+
+    import mintgym
+
+    env = mintgym.make(task_id, side_channels=("a11y",), env_options=MINTGYM_OPTIONS)
+    try:
+        env.reset(seed=0)
+        step_times, reset_times = [], []
+        for i in range(steps + WARMUP_STEPS):
+            x, y = click_point(i)
+            start = time.perf_counter()
+            _obs, _reward, terminated, truncated, _info = env.step(Click(x=x, y=y))
+            if i >= WARMUP_STEPS:
+                step_times.append(time.perf_counter() - start)
+            if terminated or truncated:
+                env.reset(seed=i + 1)
+        for seed in range(1, resets + 1):
+            start = time.perf_counter()
+            env.reset(seed=100 + seed)
+            reset_times.append(time.perf_counter() - start)
+        return {"steps": {CLIENT_A11Y: summary(step_times)}, "resets": {CLIENT_A11Y: summary(reset_times)}}
+    finally:
+        env.close()
+
+
 def run_mintgym(task_id: str, levels: list[int], steps: int, resets: int) -> dict:
     import asyncio
 
@@ -372,6 +408,9 @@ def run_mintgym(task_id: str, levels: list[int], steps: int, resets: int) -> dic
         out["memory"].append(row)
         per_session_guess = int(row["total"] / n * 1.1)
     out.update(asyncio.run(mintgym_latency(task, steps, resets)))
+    client = mintgym_client(task_id, steps, resets)
+    out["steps"].update(client["steps"])
+    out["resets"].update(client["resets"])
     return out
 
 
@@ -422,7 +461,7 @@ def report(mint: dict, bgym: dict | None, args: argparse.Namespace) -> None:
         print("  " + line)
 
     print(f"\nclick step latency (click + the observation that follows), ms: median p95 over {args.steps} steps")
-    for name in MINTGYM_CONFIGS:
+    for name in [*MINTGYM_CONFIGS, CLIENT_A11Y]:
         print(f"  {name:<40} {ms(mint['steps'].get(name))}")
     for name in BROWSERGYM_CONFIGS:
         print(f"  {name + ' (default obs)':<40} {ms(bg['steps'].get(name))}")
@@ -435,6 +474,7 @@ def report(mint: dict, bgym: dict | None, args: argparse.Namespace) -> None:
 
     print(f"\nreset latency (same task, new seed, existing session), ms: median p95 over {args.resets} resets")
     print(f"  {'MintGym':<40} {ms(mint['resets'].get('MintGym plain'))}")
+    print(f"  {CLIENT_A11Y:<40} {ms(mint['resets'].get(CLIENT_A11Y))}")
     for name in BROWSERGYM_CONFIGS:
         print(f"  {name:<40} {ms(bg['resets'].get(name))}")
     m_reset = mint["resets"].get("MintGym plain", {}).get("median")

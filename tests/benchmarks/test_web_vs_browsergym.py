@@ -67,6 +67,15 @@ def test_summary_median_and_p95():
     assert stats == {"median": 50.5, "p95": 96.0, "n": 100}
 
 
+def test_a_venv_that_cannot_be_made_is_one_clear_error(tmp_path, monkeypatch):
+    bench = load_script()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(bench, "VENV", blocker / "venvs" / "browsergym")
+    with pytest.raises(bench.BenchmarkError, match=r"cannot make BrowserGym's virtual environment at .*a-file"):
+        bench.ensure_venv(bench.BROWSERGYM_VERSION)
+
+
 @pytest.mark.slow
 @pytest.mark.web
 def test_quick_run_prints_both_sides():
@@ -75,14 +84,16 @@ def test_quick_run_prints_both_sides():
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
     for n in (1, 2):
-        row = re.search(rf"^\s+{n}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x", out, re.M)
+        row = re.search(rf"^\s+{n}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x", out, re.MULTILINE)
         assert row, out
         mint, bgym, ratio = map(float, row.groups())
         assert mint > 20 and bgym > 20 and ratio == pytest.approx(bgym / mint, abs=0.06)
     for name in ("MintGym plain", "MintGym a11y", "MintGym a11y+set-of-marks", "MintGym a11y+dom",
-                 "BrowserGym as shipped (default obs)", "BrowserGym waits removed (default obs)"):
-        row = re.search(rf"^\s+{re.escape(name)}\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+                 "MintGym a11y via mintgym.make", "BrowserGym as shipped (default obs)",
+                 "BrowserGym waits removed (default obs)"):
+        row = re.search(rf"^\s+{re.escape(name)}\s+([\d.]+)\s+([\d.]+)$", out, re.MULTILINE)
         assert row and 0 < float(row.group(1)) <= float(row.group(2)), (name, out)
-    assert re.search(r"^\s+BrowserGym as shipped\s+[\d.]+\s+[\d.]+$", out, re.M), out
+    assert re.search(r"^\s+BrowserGym as shipped\s+[\d.]+\s+[\d.]+$", out, re.MULTILINE), out
     assert "NOT MEASURED" in out  # N=50 is not part of --quick
     assert re.search(r"step with the grounded a11y channel .*: (PASS|FAIL) \([\d.]+x\)", out), out
+
