@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(chromium chromium-driver xvfb x11-utils openbox xterm xdotool mousepad libreoffice-calc
   libreoffice-writer libreoffice-impress feh imagemagick fonts-dejavu-core bubblewrap util-linux docker.io adb
   debootstrap docker-compose pulseaudio pulseaudio-utils socat gnome-shell-common vlc gimp python3-xlib sysstat
-  thunderbird ffmpeg slirp4netns)
+  thunderbird ffmpeg slirp4netns dbus at-spi2-core python3-gi gir1.2-atspi-2.0 libatk-adaptor)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -21,12 +21,14 @@ import numpy as np
 
 from mintgym.action_spaces import ActionModel, Click, Drag, InvalidAction, Key, Move, Scroll, Type, Wait
 from mintgym.env.core import Environment, Task
+from mintgym.environments.desktop import accessibility
 from mintgym.environments.desktop.devtools import DevToolsBridge
 from mintgym.environments.desktop.display import XServer, wait_for_wm
 from mintgym.environments.desktop.namespace import SessionNamespace, hidden_dirs
 from mintgym.environments.desktop.sandbox import CommandResult, Sandbox
-from mintgym.environments.desktop.template import TERMINAL_LOGS, build_template, write_session_bin
+from mintgym.environments.desktop.template import DUMP_SCRIPT, TERMINAL_LOGS, build_template, write_session_bin
 from mintgym.environments.desktop.xinput import UntypableText, XInput
+from mintgym import grounding
 from mintgym.errors import EnvironmentCrashed
 
 T = TypeVar("T")
@@ -41,12 +43,14 @@ class DesktopEnvironment(Environment):
     domain: ClassVar[str] = "desktop"
 
     def __init__(self, width: int = 1280, height: int = 720, x_timeout: float = 10.0,
-                 template: Path | None = None, egress: bool = False):
+                 template: Path | None = None, egress: bool = False, accessibility: bool = False):
         if not (64 <= int(width) <= 7680 and 64 <= int(height) <= 4320):
             raise ValueError(f"desktop size {width}x{height} is out of range (64..7680 x 64..4320)")
         self._size = (int(width), int(height))
         self.x_timeout = float(x_timeout)
         self.egress = bool(egress)
+        #: Run the session's AT-SPI bus from the start of every episode (see :mod:`.accessibility`).
+        self.accessibility = bool(accessibility)
         #: The id of the task the session was last set up for (a task's setup sets it; caches key on it).
         self.task_key: str | None = None
         self._template = template
@@ -118,6 +122,8 @@ class DesktopEnvironment(Environment):
                                                             egress=self.egress)
         elif self.egress:
             raise RuntimeError("egress needs the session's own network namespace (run the server as root)")
+        if self.accessibility:
+            accessibility.start_bus(self.sandbox, self.xserver.name)
         self._xlib = self.xserver.connect()
         self._input = XInput(self._xlib)
         import mss
@@ -145,6 +151,9 @@ class DesktopEnvironment(Environment):
         box = self._box()
         box.kill_all()
         box.restore_home(self._template)
+        accessibility.stop_bus(box)
+        if self.accessibility or "a11y" in self.requested_channels:
+            accessibility.start_bus(box, self.display_name)
         self._start_wm()
 
     async def close(self) -> None:
@@ -230,10 +239,44 @@ class DesktopEnvironment(Environment):
         return bgra[..., [2, 1, 0]]  # one gather into a new RGB array: cheaper than a reversed-axis copy
 
     async def side_channels(self, wanted: frozenset[str]) -> dict[str, str]:
-        if "text" not in wanted:
-            return {}
-        titles = [t for _, t in await self.windows()]
-        return {"text": "windows: " + "; ".join(titles)}
+        channels = {}
+        if "text" in wanted:
+            titles = [t for _, t in await self.windows()]
+            channels["text"] = "windows: " + "; ".join(titles)
+        if "a11y" in wanted:
+            channels["a11y"] = grounding.render(await self.grounding())
+        return channels
+
+    # -- accessibility -----------------------------------------------------------------------------
+    async def enable_accessibility(self) -> None:
+        """Start the session's AT-SPI bus now (apps started from here on expose their tree); for tasks
+        that read the tree. Reset turns it off again unless the session or its channels want it."""
+        box = self._box()
+        if not accessibility.bus_running(box):
+            await self._call(accessibility.start_bus, box, self.display_name)
+
+    async def accessibility_tree(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The session's AT-SPI tree as :mod:`.a11y_dump` reads it (raises AccessibilityUnavailable when
+        the session runs no bus)."""
+        box = self._box()
+        if not accessibility.bus_running(box):
+            raise accessibility.AccessibilityUnavailable(
+                "this session runs no AT-SPI bus: create it with the option accessibility=true or ask for "
+                "the a11y side channel")
+        script = str(box.root / "bin" / DUMP_SCRIPT)
+        result = await self.run([accessibility.SYSTEM_PYTHON, "-I", script], timeout=timeout)
+        if result.returncode != 0:
+            raise accessibility.AccessibilityUnavailable(
+                f"reading the accessibility tree failed (exit {result.returncode}): {result.stderr.strip()[-300:]}")
+        return accessibility.parse_dump(result.stdout)
+
+    async def grounding(self) -> grounding.Snapshot:
+        """The grounded elements on screen now (the ``a11y`` side channel's data)."""
+        try:
+            tree = await self.accessibility_tree()
+        except (accessibility.AccessibilityUnavailable, ValueError, TimeoutError) as err:
+            return grounding.Snapshot((), error=str(err))
+        return accessibility.snapshot(tree, self._size)
 
     # -- domain hooks for tasks ------------------------------------------------------------------
     async def run(self, command: list[str] | str, *, shell: bool = False, timeout: float = 60.0,

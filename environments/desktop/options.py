@@ -22,3 +22,6 @@ class DesktopOptions(BaseModel):
     #: Give the session a way out to the internet (slirp4netns), never to the host's loopback; for tasks
     #: that open live websites. Off: the session's network is its own loopback alone.
     egress: bool = False
+    #: Run the session's own AT-SPI bus so apps expose their accessibility tree (the ``a11y`` side
+    #: channel and tasks that read the tree turn it on by themselves).
+    accessibility: bool = False

@@ -182,7 +182,7 @@ class Sandbox:
             env["DISPLAY"] = display
         env.update(self.extra_env)
         env.update(extra or {})
-        return env
+        return {key: value for key, value in env.items() if value is not None}  # None unsets a variable
 
     def _command(self, argv: list[str]) -> tuple[list[str], dict]:
         """The command line and Popen options that run ``argv`` as the session user, in its namespaces."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from mintgym.environments.desktop.sandbox import base_dir
 
 SHIM_DIR = Path(__file__).parent / "shim"
+DUMP_SCRIPT = "mintgym-a11y-dump.py"
 TEMPLATE_VERSION = "4"
 TERMINAL_LOGS = ".cache/mintgym/terminal"
 #: The interpreter session users run (the server's own may sit in a directory they cannot read);
@@ -93,6 +94,7 @@ def write_session_bin(bin_dir: Path) -> None:
     shutil.copytree(SHIM_DIR, shim, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     os.chmod(shim, 0o755)
     shutil.copyfile(Path(__file__).with_name("xinput.py"), bin_dir / "xinput.py")  # the shim's XTEST module
+    shutil.copyfile(Path(__file__).with_name("a11y_dump.py"), bin_dir / DUMP_SCRIPT)  # the AT-SPI reader
     py = SESSION_PYTHON if Path(SESSION_PYTHON).exists() else sys.executable
     for name in ("python", "python3"):
         _script(bin_dir / name, f'PYTHONPATH="{shim}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{py}" "$@"\n')

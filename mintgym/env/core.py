@@ -40,6 +40,9 @@ class Environment(abc.ABC):
     answer: str | None = None
     #: The success flag of the last ``done`` action.
     claimed_success: bool | None = None
+    #: The side channels the session's observations will ask for (set by the Episode before any reset),
+    #: for environments that must prepare at reset what a channel reads (the desktop's AT-SPI bus).
+    requested_channels: frozenset[str] = frozenset()
 
     @property
     def action_set(self) -> ActionSet:

@@ -66,6 +66,7 @@ class Episode:
             raise ValueError(f"unknown side channels {sorted(unknown)}; known: {', '.join(SIDE_CHANNELS)}")
         self.env = env
         self.side_channels = frozenset(side_channels)
+        env.requested_channels = self.side_channels
         self.task: Task | None = None
         self.instruction = ""
         self.step_count = 0

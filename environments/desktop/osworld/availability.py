@@ -9,7 +9,9 @@ import urllib.parse
 from pathlib import Path
 
 from mintgym.environments.desktop.osworld import files
+from mintgym.environments.desktop import accessibility
 from mintgym.environments.desktop.osworld.getters import GETTERS
+from mintgym.environments.desktop.osworld.tree_getters import TREE_GETTERS
 from mintgym.environments.desktop.osworld.loader import OSWorldSpec, Step
 from mintgym.environments.desktop.osworld.metrics import METRICS, ROUTES
 from mintgym.environments.desktop.osworld.steps import (CONTROLLER_HELPERS, SUPPORTED_STEPS, is_local_url, preinstalled_apt,
@@ -76,6 +78,10 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
         kind = getter.get("type")
         if kind not in GETTERS:
             return f"evaluator getter {kind!r} is not implemented offline"
+        if kind in TREE_GETTERS:
+            reason = accessibility.missing_parts()
+            if reason:
+                return f"evaluator getter {kind!r} reads the accessibility tree, but {reason}"
         if kind in ("cache_file", "cloud_file"):
             urls = getter.get("path") or getter.get("url") or ""
             dests = getter.get("dest") or ""

@@ -115,7 +115,8 @@ async def active_tab_info(env: DesktopEnvironment, config: dict) -> dict | None:
 
 
 async def active_tab_url(env: DesktopEnvironment, config: dict) -> str | None:
-    """The active tab's URL (OSWorld reads it from the address bar's accessibility node)."""
+    """The active tab's URL from DevTools (``active_url_from_accessTree`` reads the address bar instead:
+    :mod:`.tree_getters`)."""
     info = await active_tab_info(env, config)
     return info["url"] if info else None
 
@@ -213,7 +214,7 @@ async def _fresh_history(env: DesktopEnvironment, timeout: float = 30.0) -> byte
 
 GETTERS = {
     "open_tabs_info": open_tabs_info, "active_tab_info": active_tab_info,
-    "active_url_from_accessTree": active_tab_url, "active_tab_url": active_tab_url,
+    "active_tab_url": active_tab_url,
     "cookie_data": cookie_data, "history": history, "bookmarks": bookmarks,
     "shortcuts_on_desktop": shortcuts_on_desktop,
 }

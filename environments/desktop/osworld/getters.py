@@ -123,8 +123,9 @@ GETTERS: dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]] = {
 
 def _chrome_getters() -> dict[str, Callable[[DesktopEnvironment, dict], Awaitable[Any]]]:
     from mintgym.environments.desktop.osworld.chrome import GETTERS as CHROME
+    from mintgym.environments.desktop.osworld.tree_getters import GETTERS as TREE
 
-    return CHROME
+    return {**CHROME, **TREE}
 
 
 GETTERS.update(_chrome_getters())

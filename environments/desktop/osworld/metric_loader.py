@@ -43,7 +43,11 @@ INSTALL_HINT = (f"pip install --no-deps '{DISTRIBUTION}' && pip install -e '.[os
 #: Module-level imports of metric modules that MintGym does not install, and why.
 PLACEHOLDERS = {
     "easyocr": "OCR for docs.compare_image_text; it pulls a CUDA torchvision that breaks MintGym's CPU torch",
+    "pydrive": "the Google Drive getters, which need the user's own Google account",
 }
+#: Submodules of a placeholder that desktop-env imports from (``from pydrive.auth import GoogleAuth``).
+PLACEHOLDER_SUBMODULES = {"pydrive": ("auth", "drive")}
+GETTERS_PACKAGE = "desktop_env.evaluators.getters"
 
 
 _LOADING = threading.RLock()  # metrics run in worker threads; the placeholders are process-wide while held
@@ -121,19 +125,21 @@ def function_index() -> dict[str, str]:
     return index
 
 
-def _metrics_package(folder: Path) -> types.ModuleType:
-    """The ``desktop_env.evaluators.metrics`` package object, created but not executed."""
-    existing = sys.modules.get(PACKAGE)
+def _bare_package(dotted: str, folder: Path) -> types.ModuleType:
+    """The package object ``dotted`` (``desktop_env.evaluators.metrics`` or ``.getters``), created but not
+    executed (its ``__init__`` imports every module of the package)."""
+    existing = sys.modules.get(dotted)
     if existing is not None:
         return existing
     importlib.import_module("desktop_env.evaluators")  # both __init__ files are empty
-    spec = importlib.util.spec_from_file_location(PACKAGE, folder / "__init__.py",
+    spec = importlib.util.spec_from_file_location(dotted, folder / "__init__.py",
                                                   submodule_search_locations=[str(folder)])
     package = importlib.util.module_from_spec(spec)
-    # ``from desktop_env.evaluators.metrics import name`` still works: names resolve through this loader.
-    package.__getattr__ = _package_getattr  # type: ignore[attr-defined]
-    sys.modules[PACKAGE] = package
-    sys.modules["desktop_env.evaluators"].metrics = package  # type: ignore[attr-defined]
+    if dotted == PACKAGE:
+        # ``from desktop_env.evaluators.metrics import name`` still works: names resolve through this loader.
+        package.__getattr__ = _package_getattr  # type: ignore[attr-defined]
+    sys.modules[dotted] = package
+    setattr(sys.modules["desktop_env.evaluators"], dotted.rsplit(".", 1)[1], package)
     return package
 
 
@@ -166,23 +172,34 @@ def load_module(short: str) -> types.ModuleType:
         return _import(folder, short)
 
 
-def _import(folder: Path, short: str) -> types.ModuleType:
-    _metrics_package(folder)
+def _import(folder: Path, short: str, dotted: str = PACKAGE) -> types.ModuleType:
+    _bare_package(dotted, folder)
     _offline_suffix_list()
     placed = []
     for name in PLACEHOLDERS:
         if name not in sys.modules and importlib.util.find_spec(name) is None:
-            sys.modules[name] = _PlaceholderModule(name)
-            placed.append(name)
+            for dotted_name in (name, *(f"{name}.{sub}" for sub in PLACEHOLDER_SUBMODULES.get(name, ()))):
+                sys.modules[dotted_name] = _PlaceholderModule(dotted_name)
+                placed.append(dotted_name)
     try:
-        return importlib.import_module(f"{PACKAGE}.{short}")
+        return importlib.import_module(f"{dotted}.{short}")
     except ImportError as err:
-        raise ImportError(f"desktop-env's metric module {short!r} cannot be imported: {err}; "
+        raise ImportError(f"desktop-env's module {dotted}.{short} cannot be imported: {err}; "
                           f"install the osworld extra: {INSTALL_HINT}") from err
     finally:
         # The loaded module keeps its reference; nobody else should mistake the placeholder for the library.
         for name in placed:
             del sys.modules[name]
+
+
+@functools.cache
+def load_getter_module(short: str) -> types.ModuleType:
+    """Import ``desktop_env.evaluators.getters.<short>`` (e.g. ``"chrome"``) without the package ``__init__``."""
+    folder = package_dir()
+    if folder is None:
+        raise DesktopEnvMissing(f"OSWorld's getter functions need the desktop-env package: {INSTALL_HINT}")
+    with _LOADING:
+        return _import(folder.parent / "getters", short, GETTERS_PACKAGE)
 
 
 def load_function(name: str) -> Callable[..., Any]:

@@ -45,6 +45,8 @@ class OSWorldTask(Task):
         if "pactl" in text or "pulseaudio" in text:
             await env.run("pulseaudio --start --exit-idle-time=-1", shell=True, timeout=30)
         env.task_key = self.spec.id  # the file cache keeps this task's reference files under its id
+        if self.reads_tree:
+            await env.enable_accessibility()  # before the config steps start the apps whose tree is read
         await run_steps(env, self.spec.config, base=self.spec.path.parent, where="config", task_id=self.spec.id)
         return None
 
@@ -65,6 +67,14 @@ class OSWorldTask(Task):
 
         return await evaluate(ev, last_action_failed=is_fail(env.claimed_success, env.answer), get=get,
                               postconfig=postconfig if ev.postconfig else None)
+
+    @property
+    def reads_tree(self) -> bool:
+        """Whether a getter of the evaluator reads the desktop's accessibility tree."""
+        from mintgym.environments.desktop.osworld.tree_getters import TREE_GETTERS
+
+        ev = self.spec.evaluator
+        return any(g is not None and g.get("type") in TREE_GETTERS for g in (*ev.results, *ev.expected))
 
     def has_oracle(self) -> bool:
         from mintgym.environments.desktop.osworld.oracles import ORACLES
