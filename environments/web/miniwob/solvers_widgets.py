@@ -5,6 +5,7 @@ Each solver reads the page only to decide what to do and acts only through the s
 
 from __future__ import annotations
 
+import json
 import re
 
 from mintgym.action_spaces import Click, Drag, Key, Move, Scroll, Type
@@ -515,4 +516,36 @@ async def _daily_calendar(env, query):
         yield a
     yield Type(text=name)
     async for a in ui.click(env, "#controls .create", wait=False):
+        yield a
+
+
+_SHOWN_MONTH_JS = """() => { const td = document.querySelector('#ui-datepicker-div td[data-month]');
+  return td ? [Number(td.dataset.year), Number(td.dataset.month)] : null; }"""
+
+
+async def _pick_date(env, field: str, year: int, month: int, day: int):
+    """Open a jQuery UI date picker from its field, page to the month with its arrows and click the day."""
+    async for a in ui.click(env, field, wait=False):
+        yield a
+    await ui.wait_js(env, "() => $('#ui-datepicker-div').is(':visible') && !$('#ui-datepicker-div').is(':animated')")
+    for _ in range(40):
+        shown = await env.page.evaluate(_SHOWN_MONTH_JS)
+        gap = (year - shown[0]) * 12 + (month - 1 - shown[1])
+        if gap == 0:
+            break
+        async for a in ui.click(env, "#ui-datepicker-div .ui-datepicker-next" if gap > 0 else "#ui-datepicker-div .ui-datepicker-prev",
+                                wait=False):
+            yield a
+        await ui.wait_js(env, f"(was) => JSON.stringify(({_SHOWN_MONTH_JS})()) !== was", json.dumps(shown))
+    async for a in ui.click_text(env, str(day), f'#ui-datepicker-div td[data-month="{month - 1}"][data-year="{year}"]', ("A",)):
+        yield a
+
+
+@solver("choose-date", "choose-date-easy", "choose-date-medium", "choose-date-nodelay")
+async def _choose_date(env, query):
+    month, day, year = (int(v) for v in re.search(r"Select (\d\d)/(\d\d)/(\d{4})", query).groups())
+    async for a in _pick_date(env, "#datepicker", year, month, day):
+        yield a
+    await ui.wait_js(env, "() => !$('#ui-datepicker-div').is(':visible')")
+    async for a in ui.click(env, "#subbtn", wait=False):
         yield a
