@@ -626,3 +626,52 @@ async def _count_sides(env, query):
     sides = max(range(3, 8), key=lambda n: spectrum[n])
     async for a in _click_where(env, "#form button", f"el.getAttribute('data-sides') === '{sides}'"):
         yield a
+
+
+# ---- moving targets -------------------------------------------------------------------------------------
+
+_DONE_JS = "() => WOB_DONE_GLOBAL === true"
+
+# moving-items: circles (radius 18) cross the svg one after another; the page counts a click within 23 px of
+# a circle's current centre (from event.offsetX/Y) and removes that circle.
+_CROSSING_JS = """() => { const svg = document.getElementById('area_svg'), r = svg.getBoundingClientRect();
+  return [...svg.querySelectorAll('circle.item')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')])
+    .filter(([x, y]) => x > 4 && x < r.width - 4)
+    .map(([x, y]) => [r.left + x, r.top + y]); }"""
+
+
+@solver("moving-items")
+async def _moving_items(env, query):
+    width, height = env.screen_size
+    while True:
+        await ui.wait_js(env, f"() => ({_DONE_JS})() || ({_CROSSING_JS})().length > 0", timeout_s=12)
+        if await _js(env, _DONE_JS):
+            return
+        crossing = await _js(env, _CROSSING_JS)
+        if not crossing:
+            continue
+        x, y = crossing[0]  # they cross at about 56 px/s: a click lands well within 23 px of where one was read
+        yield Click(x=min(max(round(x), 3), width - 3), y=min(max(round(y), 53), height - 2))
+
+
+_CIRCLE_JS = """() => { const svg = document.getElementById('area_svg'), r = svg.getBoundingClientRect(),
+  c = document.getElementById('circ'); return [r.left + +c.getAttribute('cx'), r.top + +c.getAttribute('cy')]; }"""
+
+
+@solver("chase-circle")
+async def _chase_circle(env, query):
+    # The circle (radius 22) glides to a new random spot every 2 s for 10 s; the score is the share of that
+    # time the pointer spent inside it. Move onto its centre whenever it has drifted 12 px from the pointer
+    # (the page ends the episode only 100 ms before its own time-out: the oracle keeps its work light).
+    pointer = None
+    while not await _js(env, _DONE_JS):
+        x, y = await _js(env, _CIRCLE_JS)
+        if pointer is None or math.dist(pointer, (x, y)) > 12:
+            pointer = (round(x), round(y))
+            yield Move(x=pointer[0], y=pointer[1])
+        else:
+            await asyncio.sleep(0.05)
+
+STEP_LIMITS["chase-circle"] = 40
+MAX_REWARD["chase-circle"] = (0.95, "the page counts the time before the pointer first enters the circle (the "
+                                    "oracle's first move, some 100 ms in) as time outside it")
