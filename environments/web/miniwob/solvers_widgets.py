@@ -469,10 +469,11 @@ async def _buy_ticket(env, query):
         yield a
 
 
-async def _settled_scroll(env, container: str) -> None:
-    """Wait until ``container``'s scroll position holds still for a frame (wheel scrolling may animate)."""
-    await ui.wait_js(env, """(sel) => new Promise((done) => { const el = document.querySelector(sel), top = el.scrollTop;
-        requestAnimationFrame(() => requestAnimationFrame(() => done(el.scrollTop === top))); })""", container)
+async def _settled(env, expression: str, arg=None) -> None:
+    """Wait until the JS function ``expression(arg)`` gives the same value two frames running (a scroll or a
+    placement that may animate or be deferred has come to rest)."""
+    await ui.wait_js(env, f"""(arg) => new Promise((done) => {{ const read = () => JSON.stringify(({expression})(arg));
+        const before = read(); requestAnimationFrame(() => requestAnimationFrame(() => done(read() === before))); }})""", arg)
 
 
 _CALENDAR_WINDOWS = {"8AM and 12PM": (16, 24), "12PM and 4PM": (24, 32), "4PM and 8PM": (32, 40)}
@@ -505,7 +506,7 @@ async def _daily_calendar(env, query):
         - document.getElementById('area').getBoundingClientRect().top - 10""", start)
     x, y = await ui.center(env, "#area")
     yield Scroll(x=x, y=y, dx=0, dy=round(offset))
-    await _settled_scroll(env, "#area")
+    await _settled(env, "() => document.getElementById('area').scrollTop")
     first, last = await env.page.evaluate("""([a, b]) => [a, b].map((i) => {
         const r = document.getElementById('hh-' + i).getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom]; })""",
                                           [start, start + n - 1])
@@ -528,6 +529,7 @@ async def _pick_date(env, field: str, year: int, month: int, day: int):
     async for a in ui.click(env, field, wait=False):
         yield a
     await ui.wait_js(env, "() => $('#ui-datepicker-div').is(':visible') && !$('#ui-datepicker-div').is(':animated')")
+    await _settled(env, "() => $('#ui-datepicker-div').offset()")  # some pages move the picker a moment later
     for _ in range(40):
         shown = await env.page.evaluate(_SHOWN_MONTH_JS)
         gap = (year - shown[0]) * 12 + (month - 1 - shown[1])
@@ -548,4 +550,37 @@ async def _choose_date(env, query):
         yield a
     await ui.wait_js(env, "() => !$('#ui-datepicker-div').is(':visible')")
     async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
+async def _type_place(env, field: str, place: str):
+    """Type the full name of the place the instruction names (a city or its airport code) into an autocomplete
+    field, then close its suggestion menu."""
+    entry = await env.page.evaluate("(p) => DOMESTIC_FLIGHTS.find((f) => f.indexOf(p) !== -1)", place)
+    if entry is None:
+        raise LookupError(f"oracle: no airport matches {place!r}")
+    async for a in ui.click(env, field, wait=False):
+        yield a
+    yield Type(text=entry)
+    yield Key(keys=("escape",))
+
+
+@solver("book-flight", "book-flight-nodelay")
+async def _book_flight(env, query):
+    kind, origin, destination, month, day, year = re.search(
+        r"Book the (\w+) one-way flight from: (.+?) to: (.+?) on (\d\d)/(\d\d)/(\d{4})", query).groups()
+    async for a in _type_place(env, "#flight-from", origin):
+        yield a
+    async for a in _type_place(env, "#flight-to", destination):
+        yield a
+    async for a in _pick_date(env, "#datepicker", int(year), int(month), int(day)):
+        yield a
+    await ui.wait_js(env, "() => !$('#ui-datepicker-div').is(':visible')")
+    async for a in ui.click(env, "#search", wait=False):
+        yield a
+    await ui.wait_for(env, "#results .flight")
+    attribute = "data-price" if kind == "cheapest" else "data-duration"
+    values = await env.page.evaluate("(a) => [...document.querySelectorAll('#results .flight')].map((f) => parseInt(f.querySelector('[' + a + ']').getAttribute(a), 10))",
+                                     attribute)
+    async for a in _click_found(env, _NTH_CENTER_JS, ["#results .flight .flight-price", values.index(min(values))]):
         yield a
