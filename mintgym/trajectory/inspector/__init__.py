@@ -101,7 +101,7 @@ class _Handler(SimpleHTTPRequestHandler):
             return None
         return super().send_head()
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 -- the base class's signature
+    def log_message(self, format: str, *args) -> None:
         pass
 
 

@@ -106,9 +106,24 @@ def _pre(text: str, css: str = "") -> str:
     return f"<pre{f' class={css}' if css else ''}>{_e(text)}</pre>"
 
 
-def _messages(step: StepRecord, frames: dict[str, str], agent: str) -> str:
+#: The key under which a trainer's sampled episodes keep the decoded prompt tokens (mintgym.trainer.samples).
+DECODED_PROMPT = "prompt"
+
+
+def _message_texts(step: StepRecord | None, role: str) -> list[str]:
+    if step is None or step.messages is None:
+        return []
+    return [str(p.get("text", "")) for m in step.messages if m.get("role") == role for p in m.get("content") or []]
+
+
+def _messages(step: StepRecord, previous: StepRecord | None, frames: dict[str, tuple[str, int]], agent: str) -> str:
+    """The prompt as sent; a system message the step before also sent is folded away."""
     if step.messages is None:
+        decoded = step.extra.get(DECODED_PROMPT)
+        if isinstance(decoded, str) and decoded:
+            return f'<p class="meta">the prompt tokens, decoded:</p>{_pre(decoded)}'
         return f'<p class="none">no model prompt ({_e(agent)} agent)</p>'
+    same_system = _message_texts(step, "system") == _message_texts(previous, "system")
     out = []
     for message in step.messages:
         role = str(message.get("role", "?"))
@@ -116,13 +131,17 @@ def _messages(step: StepRecord, frames: dict[str, str], agent: str) -> str:
         for part in message.get("content") or []:
             if part.get("type") == "image":
                 size = part.get("size") or ["?", "?"]
-                src = frames.get(part.get("frame_id") or "")
-                label = f"image {size[0]}x{size[1]} from frame {part.get('frame_id')}"
-                parts.append(f'<a class="thumb" href="{_e(src)}"><img src="{_e(src)}" alt="{_e(label)}">{_e(label)}</a>'
-                             if src else f'<span class="thumb">{_e(label)} (frame not recorded)</span>')
+                src, index = frames.get(part.get("frame_id") or "", ("", -1))
+                label = f"step {index}'s screenshot, shown at {size[0]}x{size[1]}"
+                parts.append(f'<span class="thumb"><a href="{_e(src)}"><img src="{_e(src)}" alt="{_e(label)}"></a>'
+                             f'<a href="#step-{index}">{_e(label)}</a></span>' if src else f'<span class="thumb">an image of {size[0]}x{size[1]} (frame '
+                                         f'{_e(str(part.get("frame_id")))} not recorded)</span>')
             else:
                 parts.append(_pre(str(part.get("text", ""))))
-        out.append(f'<div class="msg {_e(role)}"><div class="role">{_e(role)}</div>{"".join(parts)}</div>')
+        body = "".join(parts)
+        if role == "system" and same_system:
+            body = f"<details><summary class=meta>the same as the step before</summary>{body}</details>"
+        out.append(f'<div class="msg {_e(role)}"><div class="role">{_e(role)}</div>{body}</div>')
     return "".join(out)
 
 
@@ -137,11 +156,12 @@ def _details(step: StepRecord) -> str:
     if step.zoom:
         facts["frame zoomed on"] = list(step.zoom)
     facts["frame id"] = step.frame_id
-    facts.update(step.extra)
+    facts.update((k, v) for k, v in step.extra.items() if not (k == DECODED_PROMPT and step.messages is None))
     return f"<details><summary>details</summary>{_pre(json.dumps(facts, indent=1, default=str))}</details>"
 
 
-def render_step(step: StepRecord, after: str | None, total: int, frames: dict[str, str], agent: str) -> str:
+def render_step(step: StepRecord, previous: StepRecord | None, after: str | None, total: int,
+                frames: dict[str, tuple[str, int]], agent: str) -> str:
     i = step.index
     caption = action_caption(step.action) or ("no action (unparsed answer)" if step.error else "no action")
     timings = step.timings
@@ -174,7 +194,7 @@ def render_step(step: StepRecord, after: str | None, total: int, frames: dict[st
         f"<figure><figcaption>after</figcaption>{after_html}</figure></div>"
         f'<div class="grid"><div><h3>parsed action</h3>{action}</div><div><h3>raw response</h3>{response}</div>'
         f"{output}</div><details class=prompt open><summary><b>prompt the model saw</b>{prompt_count}</summary>"
-        f"{_messages(step, frames, agent)}</details>{_details(step)}</section>")
+        f"{_messages(step, previous, frames, agent)}</details>{_details(step)}</section>")
 
 
 def render_episode(run: Run, number: int) -> str:
@@ -183,7 +203,7 @@ def render_episode(run: Run, number: int) -> str:
     t: Trajectory = ep.traj
     page_dir = ep.path
     total = len(t.steps)
-    frames = {s.frame_id: s.screenshot for s in t.steps if s.screenshot}
+    frames = {s.frame_id: (s.screenshot, s.index) for s in t.steps if s.screenshot}
     nav = ["<span class=here>MintGym inspector</span>"]
     if not run.single:
         nav.append(f'<a href="{_e(link(run.root / PAGE, page_dir))}">{_e(run.name)} ({len(run.episodes)})</a>')
@@ -199,13 +219,16 @@ def render_episode(run: Run, number: int) -> str:
         f'title="{_e(action_caption(s.action) or (s.error or ""))}">{s.index}</a>' for s in t.steps)
     head = (f"<h1>{_e(t.task_id)}</h1><p>{badge(t.status)} <span class=meta>reward <b>{t.total_reward:.3f}</b> · "
             f"{total} steps · {t.wall_seconds:.1f}s · agent <b>{_e(t.agent)}</b> · seed {t.seed} · domain "
-            f"{_e(t.domain)} · id {_e(t.id)}</span></p><div class=box><b>Instruction:</b> {_e(t.instruction)}</div>")
+            f"{_e(t.domain)} · id {_e(t.id)}</span></p><div class=box><b>Instruction:</b> "
+            f"{_e(t.instruction) or '<span class=none>not recorded</span>'}</div>")
     if t.error:
         head += f'<p class="err">{_e(t.error)}</p>'
+    if t.extra:
+        head += f"<details><summary>episode details</summary>{_pre(json.dumps(t.extra, indent=1, default=str))}</details>"
     steps = []
     for k, step in enumerate(t.steps):
         after = t.steps[k + 1].screenshot if k + 1 < total else t.final_screenshot
-        steps.append(render_step(step, after, total, frames, t.agent))
+        steps.append(render_step(step, t.steps[k - 1] if k else None, after, total, frames, t.agent))
     if not t.steps:
         steps.append('<p class="none">no steps recorded</p>')
         if t.final_screenshot:
