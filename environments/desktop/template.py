@@ -81,6 +81,7 @@ def write_session_bin(bin_dir: Path) -> None:
 
     * ``python``/``python3``: the system interpreter, with a ``pyautogui`` stand-in on the path so
       OSWorld config scripts (``import pyautogui; pyautogui.click(...)``) act through XTEST.
+    * ``vlc``: VLC with its HTTP interface on the session's port 8080 (OSWorld's ``vlc_playing_info``).
     * ``mintgym-terminal``: xterm titled "Terminal", logging its output (read by ``vm_terminal_output``).
     * ``google-chrome``: Chromium with the profile where Chrome keeps it. Its DevTools port (OSWorld's
       tasks pass ``--remote-debugging-port=1337``) is on the session's own loopback, which nothing
@@ -102,6 +103,9 @@ def write_session_bin(bin_dir: Path) -> None:
             f'mkdir -p "$HOME/{TERMINAL_LOGS}"\n'
             f'exec xterm -title Terminal -xrm "XTerm*logInhibit: false" -l '
             f'-lf "$HOME/{TERMINAL_LOGS}/$(date +%s%N).log" "$@"\n')
+    # VLC with OSWorld's HTTP interface (status of what plays), on the session's own loopback only.
+    _script(bin_dir / "vlc", 'exec /usr/bin/vlc --extraintf=http --http-host=127.0.0.1 --http-port=8080 '
+                             '--http-password=password "$@"\n')
     # Chromium's own sandbox needs user namespaces; where the kernel refuses them to the session user it
     # still runs as that user, unsandboxed.
     flags = ('--no-first-run --no-default-browser-check --password-store=basic --disable-gpu '

@@ -12,6 +12,13 @@ from mintgym.environments.desktop.osworld import files
 from mintgym.environments.desktop import accessibility
 from mintgym.environments.desktop.osworld.getters import GETTERS
 from mintgym.environments.desktop.osworld.tree_getters import TREE_GETTERS
+
+#: OSWorld getters MintGym leaves out, and why.
+UNAVAILABLE_GETTERS = {
+    "googledrive_file": "needs your own Google account (OSWorld's settings.yml credentials)",
+    "vscode_config": "needs VS Code driven through its command palette (install `code` and run the task on "
+                     "OSWorld's VM image)",
+}
 from mintgym.environments.desktop.osworld.loader import OSWorldSpec, Step
 from mintgym.environments.desktop.osworld.metrics import METRICS, ROUTES
 from mintgym.environments.desktop.osworld.steps import (CONTROLLER_HELPERS, SUPPORTED_STEPS, is_local_url, preinstalled_apt,
@@ -76,6 +83,8 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
         if getter is None:
             continue
         kind = getter.get("type")
+        if kind in UNAVAILABLE_GETTERS:
+            return f"evaluator getter {kind!r} {UNAVAILABLE_GETTERS[kind]}"
         if kind not in GETTERS:
             return f"evaluator getter {kind!r} is not implemented offline"
         if kind in TREE_GETTERS:

@@ -63,11 +63,11 @@ def test_osworld_xml_is_read_by_osworlds_own_check_accessibility_tree():
 def test_osworlds_active_url_getter_finds_the_address_bar_in_the_xml():
     get_url = load_getter_module("chrome").get_active_url_from_accessTree
     xml = accessibility.osworld_xml(CHROME_TREE, tree_getters.APP_NAMES)
-    view = tree_getters.VMView(None, xml)
+    view = tree_getters.VMView(tree_xml=xml)
     assert get_url(view, {}) == "https://shop.example/cart?item=42"
     assert get_url(view, {"goto_prefix": "http://"}) == "http://shop.example/cart?item=42"
     assert load_getter_module("chrome").get_active_tab_url_parse(view, {"parse_keys": ["item"]}) == {"item": "42"}
-    assert get_url(tree_getters.VMView(None, None), {}) is None  # no tree: None, as OSWorld's controller gives
+    assert get_url(tree_getters.VMView(), {}) is None  # no tree: None, as OSWorld's controller gives
 
 
 def test_grounded_snapshot_keeps_what_is_on_screen_with_states_and_points():
