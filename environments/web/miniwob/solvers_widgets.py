@@ -345,12 +345,14 @@ async def _text_editor(env, query):
         yield a
 
 
-async def _click_found(env, find_js: str, arg=None):
+async def _click_found(env, find_js: str, arg=None, where=None):
     """Click the point ``find_js(arg)`` returns ([x, y] in the viewport, or null), scrolling it into view
-    with the wheel first when it lies outside."""
+    with the wheel first when it lies outside. ``where`` is the page or frame to read (the page by default;
+    a frame must sit at the viewport's origin)."""
+    where = where or env.page
     width, height = env.screen_size
-    for _ in range(8):
-        point = await env.page.evaluate(find_js, arg)
+    for _ in range(12):
+        point = await where.evaluate(_STILL_JS, [find_js, arg])
         if point is None:
             raise LookupError(f"oracle: nothing to click for {arg!r} on {env.page.url}")
         x, y = round(point[0]), round(point[1])
@@ -359,6 +361,16 @@ async def _click_found(env, find_js: str, arg=None):
             return
         yield Scroll(x=width // 2, y=height // 2, dx=0, dy=y - height // 2)
     raise LookupError(f"oracle: could not scroll {arg!r} into view")
+
+
+# ``find(arg)`` once it gives the same answer two frames running (a wheel scroll may still be moving things).
+_STILL_JS = """async ([find, arg]) => {
+  const read = () => JSON.stringify((0, eval)('(' + find + ')')(arg));
+  const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  let before = read();
+  for (let i = 0; i < 30; i++) { await frame(); const now = read(); if (now === before) break; before = now; }
+  return JSON.parse(before);
+}"""
 
 
 _NTH_CENTER_JS = """([sel, i]) => { const el = document.querySelectorAll(sel)[i]; if (!el) return null;
@@ -584,3 +596,54 @@ async def _book_flight(env, query):
                                      attribute)
     async for a in _click_found(env, _NTH_CENTER_JS, ["#results .flight .flight-price", values.index(min(values))]):
         yield a
+
+
+_DAY_CELL_JS = """([year, month, day]) => {
+  for (const a of document.querySelectorAll(`td[data-handler="selectDay"][data-year="${year}"][data-month="${month - 1}"] a`)) {
+    const r = a.getBoundingClientRect();
+    if (a.textContent.trim() === String(day) && r.width > 0) return [r.left + r.width / 2, r.top + r.height / 2];
+  }
+  return null;
+}"""
+
+
+# FlightWoB: the real site runs in the iframe #wrap, which fills the viewport at (0, 0); its form's fields are
+# named as in the request the wrapper scores (``core.currentQuestion.request``, the instruction's meaning).
+async def _flight_frame(env):
+    await ui.wait_js(env, "() => WOB_TASK_READY === true")
+    frame = next((f for f in env.page.frames if f.parent_frame is not None), None)
+    if frame is None:
+        raise LookupError(f"oracle: {env.page.url} shows no flight site frame")
+    return frame
+
+
+async def _frame_click(frame, selector: str, clicks: int = 1):
+    box = await frame.evaluate("""(s) => { const el = document.querySelector(s); if (!el) return null;
+        const r = el.getBoundingClientRect(); return r.width > 0 ? [r.left + r.width / 2, r.top + r.height / 2] : null; }""",
+                               selector)
+    if box is None:
+        raise LookupError(f"oracle: nothing visible matches {selector!r} in the flight site")
+    return Click(x=round(box[0]), y=round(box[1]), clicks=clicks)
+
+
+async def _frame_fill(frame, selector: str, text: str):
+    yield await _frame_click(frame, selector)
+    yield Key(keys=("ctrl", "a"))
+    yield Type(text=text)
+
+
+@solver("flight.AA")
+async def _flight_aa(env, query):
+    request = await env.page.evaluate("() => core.currentQuestion.request")
+    frame = await _flight_frame(env)
+    for name in ("segments[0].origin", "segments[0].destination"):
+        async for a in _frame_fill(frame, f'[name="{name}"]', request[name]):
+            yield a
+        yield Key(keys=("escape",))
+    for name in ("segments[0].travelDate", "segments[1].travelDate"):
+        # The date fields are read-only: each opens a year of months, where the day is clicked.
+        month, day, year = (int(v) for v in request[name].split("/"))
+        yield await _frame_click(frame, f'[name="{name}"]')
+        async for a in _click_found(env, _DAY_CELL_JS, [year, month, day], frame):
+            yield a
+    yield await _frame_click(frame, '.miniwob-main-form [type="submit"]')
