@@ -675,3 +675,45 @@ async def _chase_circle(env, query):
 STEP_LIMITS["chase-circle"] = 40
 MAX_REWARD["chase-circle"] = (0.95, "the page counts the time before the pointer first enters the circle (the "
                                     "oracle's first move, some 100 ms in) as time outside it")
+
+
+# ---- searching by feedback ------------------------------------------------------------------------------
+
+_HOT_COLD_BANDS = {"HOT": (0, 5), "WARM": (5, 10), "COLD": (10, 40), "ICE COLD": (40, math.inf)}
+
+
+@solver("hot-cold")
+async def _hot_cold(env, query):
+    # The hidden spot is a whole (x, y) in [5, 155) x [5, 120) of the page's (pageX, pageY - 50); hovering
+    # says how far the pointer is (HOT < 5 < WARM < 10 < COLD < 40 < ICE COLD). Keep every spot the answers
+    # so far allow, hover where the worst answer leaves fewest, and click once one pixel is HOT for all.
+    left, top, right, bottom = await _rect(env, "#touch-area")
+    xs, ys = np.meshgrid(np.arange(5, 155), np.arange(5, 120))
+    spots = np.stack([xs.ravel(), ys.ravel() + _QUERY_PADDING], axis=1).astype(np.float32)  # in viewport pixels
+    px, py = np.meshgrid(np.arange(math.ceil(left) + 1, int(right) - 1), np.arange(math.ceil(top) + 1, int(bottom) - 1))
+    pixels = np.stack([px.ravel(), py.ravel()], axis=1).astype(np.float32)
+
+    def distances(points):
+        return np.sqrt(((points[:, None, :] - spots[None, :, :]) ** 2).sum(-1))
+
+    for _ in range(STEP_LIMITS["hot-cold"] - 1):
+        low, high = spots.min(0), spots.max(0)
+        if (high - low).max() < 10:  # small enough that one pixel may be HOT for every spot left
+            near = pixels[((pixels >= low - 5) & (pixels <= high + 5)).all(1)]
+            reach = distances(near).max(1)
+            if reach.min() < 5:
+                x, y = near[int(reach.argmin())]
+                yield Click(x=int(x), y=int(y))
+                return
+        probes = pixels[((pixels >= low - 40) & (pixels <= high + 40)).all(1)]
+        probes = probes[::max(1, len(probes) * len(spots) // 2_000_000)]
+        d = distances(probes)
+        worst = np.max([((d >= lo) & (d < hi)).sum(1) for lo, hi in _HOT_COLD_BANDS.values()], axis=0)
+        x, y = probes[int(worst.argmin())]
+        yield Move(x=int(x), y=int(y))
+        lo, hi = _HOT_COLD_BANDS[await _js(env, "() => document.getElementById('signal').textContent")]
+        d = np.hypot(spots[:, 0] - x, spots[:, 1] - y)
+        spots = spots[(d >= lo) & (d < hi)]
+    raise RuntimeError("oracle: the hot-cold search ran out of steps")
+
+STEP_LIMITS["hot-cold"] = 25
