@@ -135,3 +135,45 @@ def test_unplaceable_server_is_a_clear_error(cluster):
     prov = RayProvider(num_cpus=0.5, resources={"no_such_resource": 1}, bind="127.0.0.1", schedule_timeout=3)
     with pytest.raises(BackendError, match="could not place"):
         prov.start("null")
+
+
+# ---- task packs reach the actor's server (the bundling itself: test_ray_packs.py) --------------------------
+def test_a_task_file_pack_runs_on_a_ray_server_after_the_drivers_copy_is_gone(cluster, tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from PIL import Image
+
+    import mintgym
+    from mintgym.env import registration
+    from mintgym.runtime.ray import RayProvider
+
+    task = {"id": "pytool/raypack/red-pixels-v1", "domain": "pytool", "image": "img/red.png",
+            "instruction": "How many pixels of the image are pure red?", "scorer": {"type": "number", "value": 3},
+            "oracle": [{"type": "done", "answer": "3"}]}
+    (tmp_path / "img").mkdir()
+    image = Image.new("RGB", (8, 8), "white")
+    for x in range(3):
+        image.putpixel((x, 0), (255, 0, 0))
+    image.save(tmp_path / "img" / "red.png")
+    (tmp_path / "tasks.json").write_text(json.dumps([task]))
+    monkeypatch.delenv(registration.PACKS_ENV, raising=False)
+    pack = registration.add_pack(str(tmp_path / "tasks.json"))
+    prov = RayProvider(num_cpus=0.5, resources={"envslot": 1}, bind="127.0.0.1")
+    handle = prov.start("pytool")
+    try:
+        shutil.rmtree(tmp_path)  # the server must use what the actor carried to its node, not the driver's files
+        prov.wait_ready(handle, timeout=120)
+        env = mintgym.make(task["id"], base_url=handle.base_url, token=handle.token)
+        try:
+            obs, _ = env.reset(seed=0)
+            assert "pure red" in obs["instruction"] and obs["screenshot"].shape[2] == 3
+            *_, terminated, _, _ = env.step(env.oracle_action())
+            assert terminated and env.evaluate() == 1.0
+        finally:
+            env.close()
+    finally:
+        prov.stop(handle)
+        registration._pack_refs.pop(pack, None)
+        registration._runtime_packs.discard(pack)
+        registration._tasks.pop(task["id"], None)
