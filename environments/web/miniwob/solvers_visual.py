@@ -717,3 +717,83 @@ async def _hot_cold(env, query):
     raise RuntimeError("oracle: the hot-cold search ran out of steps")
 
 STEP_LIMITS["hot-cold"] = 25
+
+
+# ---- tic-tac-toe ----------------------------------------------------------------------------------------
+
+_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+# The page's own checks, in its order: it plays the last hit of the list (win first, else block).
+_CHECKS = (
+    [(3 * i + k, [3 * i + j for j in range(3) if j != k]) for i in range(3) for k in (0,)],
+    [(3 * i + 1, [3 * i, 3 * i + 2]) for i in range(3)],
+    [(3 * i + 2, [3 * i, 3 * i + 1]) for i in range(3)],
+    [(0, [4, 8]), (4, [0, 8]), (8, [0, 4]), (2, [4, 6]), (4, [2, 6]), (6, [2, 4])],
+    [(0, [3, 6]), (3, [0, 6]), (6, [0, 3])],
+    [(1, [4, 7]), (4, [1, 7]), (7, [1, 4])],
+    [(2, [5, 8]), (5, [2, 8]), (8, [2, 5])],
+)
+
+
+def _won(board, mark) -> bool:
+    return any(all(board[i] == mark for i in line) for line in _LINES)
+
+
+def _page_pick(board, mark):
+    """The page's determineSpace for a player ``mark``: the last of its seven checks (in order) that finds an
+    empty cell completing a line of ``mark``, or None. Each check reports its first hit."""
+    hits = []
+    for check in _CHECKS:
+        hit = next((cell for cell, others in check if board[cell] == 0 and all(board[o] == mark for o in others)), None)
+        if hit is not None:
+            hits.append(hit)
+    return hits[-1] if hits else None
+
+
+def _o_moves(board) -> list[tuple[float, int]]:
+    """The computer's replies with their probabilities: 55 % a uniformly random free cell, else it
+    completes its own line, else blocks X's, else again a random cell."""
+    free = [i for i in range(9) if board[i] == 0]
+    smart = _page_pick(board, -1)
+    if smart is None:
+        smart = _page_pick(board, 1)
+    moves = [(0.55 / len(free), cell) for cell in free]
+    if smart is None:
+        return [(p / 0.55, cell) for p, cell in moves]
+    return moves + [(0.45, smart)]
+
+
+def _x_value(board, memo) -> tuple[float, int | None]:
+    """X's best chance of winning from ``board`` with X to move, and the cell that gets it."""
+    key = tuple(board)
+    if key in memo:
+        return memo[key]
+    best = (0.0, None)
+    for cell in (i for i in range(9) if board[i] == 0):
+        board[cell] = 1
+        if _won(board, 1):
+            value = 1.0
+        elif 0 not in board:
+            value = 0.0
+        else:
+            value = 0.0
+            for p, reply in _o_moves(board):
+                board[reply] = -1
+                if not _won(board, -1) and 0 in board:
+                    value += p * _x_value(board, memo)[0]
+                board[reply] = 0
+        board[cell] = 0
+        if value > best[0] or best[1] is None:
+            best = (value, cell)
+    memo[key] = best
+    return best
+
+
+@solver("tic-tac-toe")
+async def _tic_tac_toe(env, query):
+    memo: dict = {}
+    while not await _js(env, _DONE_JS):
+        board = await _js(env, """() => [...Array(9).keys()].map(i => { const c = document.getElementById('ttt-' + i).className;
+                                       return c.includes('mark-x') ? 1 : c.includes('mark-o') ? -1 : 0; })""")
+        _, cell = _x_value(board, memo)
+        async for a in ui.click(env, f"#ttt-{cell}", wait=False):
+            yield a
