@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from pathlib import Path
 
 import httpx
@@ -176,3 +177,43 @@ def test_marks_and_scale():
     assert [display_scale(s) for s in [(160, 210), (1280, 720), (300, 200), (480, 10)]] == [3, 1, 2, 1]
     html = frame_html("f.png", (1280, 720), {"type": "click", "x": 1279, "y": 0}, "x")
     assert 'style="width:1280px"' in html and "class=pix" not in html and 'cx="1279" cy="0"' in html
+
+
+def test_cli_view_of_two_eval_runs_writes_the_comparison(tmp_path):
+    for name, status in (("one", "success"), ("two", "failure")):
+        out = tmp_path / name / "eval"
+        write_episode(out / "trajectories", "x", status)
+        (out / "results.json").write_text("{}")
+    result = CliRunner().invoke(app, ["view", str(tmp_path / "one" / "eval"), str(tmp_path / "two" / "eval")])
+    assert result.exit_code == 0, result.output
+    assert f"wrote 2 episode pages; open {tmp_path / 'one' / 'eval' / 'compare.html'}" in result.output
+    assert open_run(tmp_path / "one" / "eval").kind == "eval run"
+    page = (tmp_path / "one" / "eval" / "compare.html").read_text()
+    assert "<th>one/eval<br>" in page and "<th>two/eval<br>" in page  # same folder names told apart
+    assert 'href="trajectories/x/index.html"' in (tmp_path / "two" / "eval" / "index.html").read_text()
+
+
+def test_cli_serve_on_a_taken_port_is_one_line(tmp_path):
+    write_episode(tmp_path / "run", "x", "success")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["view", str(tmp_path / "run"), "--serve", "--port", str(port)])
+    assert result.exit_code == 1 and f"error: cannot serve on 127.0.0.1:{port}" in result.output
+
+
+def test_a_text_only_training_turn_renders_without_frames(tmp_path):
+    traj = Trajectory(id="g-0", task_id="pytool/count", domain="pytool", instruction="", agent="train", seed=3,
+                      status="failure", extra={"advantage": -0.5, "lag": 1})
+    writer = TrajectoryWriter(tmp_path / "episodes" / "step_5", traj)
+    writer.step(StepRecord(index=0, frame_id="turn-0", screenshot="", screen_size=(0, 0), action=None,
+                           text="done(answer='3')", response_token_ids=[5, 6], policy_version=4,
+                           extra={"prompt": "count the shapes"}))
+    writer.close()
+    index, _ = write_pages([tmp_path / "episodes"])
+    page = (tmp_path / "episodes" / "step_5" / "g-0" / "index.html").read_text()
+    assert "no frame recorded" in page and "no later frame recorded" in page and "count the shapes" in page
+    assert "&quot;advantage&quot;: -0.5" in page and "not recorded" in page  # episode details; no instruction
+    assert '"policy version": 4' in page.replace("&quot;", '"')
+    assert "step_5/g-0/index.html" in index.read_text()

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.web
 CHROMIUM = "/usr/bin/chromium"
 #: The model's answers: a two-line cell (its code is shown with real newlines), then a wrong answer.
 ANSWERS = ['I will look first.\npython(code="print(\'rows\')\\nprint(2 + 3)")', 'done(answer="-1")']
-SHOTS = Path(os.environ.get("MINTGYM_INSPECTOR_SHOTS", tempfile.gettempdir()))
+#: Where the test leaves its screenshots of the index and an episode page (set it to keep them).
+SHOTS_ENV = "MINTGYM_INSPECTOR_SHOTS"
 
 
 def _model_server():
@@ -94,7 +95,8 @@ def _loaded(img) -> bool:
     return True
 
 
-def test_index_filters_failures_and_the_episode_shows_prompt_and_both_frames(served, browser):
+def test_index_filters_failures_and_the_episode_shows_prompt_and_both_frames(served, browser, tmp_path):
+    shots = Path(os.environ.get(SHOTS_ENV) or tmp_path)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(served)
     rows = page.locator("#episodes tbody tr")
@@ -107,7 +109,7 @@ def test_index_filters_failures_and_the_episode_shows_prompt_and_both_frames(ser
     page.fill("#f-search", "no-such-episode")
     assert page.locator("#episodes tbody tr:visible").count() == 0
     page.fill("#f-search", "bar-chart-0")
-    page.screenshot(path=str(SHOTS / "inspector_index.png"), full_page=True)
+    page.screenshot(path=str(shots / "inspector_index.png"), full_page=True)
 
     visible.locator("a").first.click()
     page.wait_for_selector("section.step#step-1")
@@ -129,7 +131,7 @@ def test_index_filters_failures_and_the_episode_shows_prompt_and_both_frames(ser
     assert "print(2 + 3)" in step1.locator("details.prompt").inner_text()
     assert step1.locator("figure .frame img").nth(1).get_attribute("src") == "frames/0002.png"
     page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SHOTS / "inspector_episode.png"), full_page=False)
+    page.screenshot(path=str(shots / "inspector_episode.png"), full_page=False)
 
     page.locator("#next-episode").click()
     page.wait_for_selector("h1:has-text('pytool/bar-chart-1')")
