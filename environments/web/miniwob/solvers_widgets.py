@@ -5,6 +5,7 @@ Each solver reads the page only to decide what to do and acts only through the s
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 
@@ -617,13 +618,12 @@ async def _flight_frame(env):
     return frame
 
 
-async def _frame_click(frame, selector: str, clicks: int = 1):
-    box = await frame.evaluate("""(s) => { const el = document.querySelector(s); if (!el) return null;
-        const r = el.getBoundingClientRect(); return r.width > 0 ? [r.left + r.width / 2, r.top + r.height / 2] : null; }""",
-                               selector)
+async def _frame_click(frame, selector: str, index: int = 0):
+    """A click at the centre of the ``index``-th element matching ``selector`` in the flight site's frame."""
+    box = await frame.evaluate(_NTH_CENTER_JS, [selector, index])
     if box is None:
         raise LookupError(f"oracle: nothing visible matches {selector!r} in the flight site")
-    return Click(x=round(box[0]), y=round(box[1]), clicks=clicks)
+    return Click(x=round(box[0]), y=round(box[1]))
 
 
 async def _frame_fill(frame, selector: str, text: str):
@@ -647,3 +647,37 @@ async def _flight_aa(env, query):
         async for a in _click_found(env, _DAY_CELL_JS, [year, month, day], frame):
             yield a
     yield await _frame_click(frame, '.miniwob-main-form [type="submit"]')
+
+
+@solver("flight.Alaska")
+async def _flight_alaska(env, query):
+    request = await env.page.evaluate("() => core.currentQuestion.request")
+    frame = await _flight_frame(env)
+    for name in ("SearchFields.DepartureCity", "SearchFields.ArrivalCity"):
+        async for a in _frame_fill(frame, f'input[type="text"][name="{name}"]', request[name]):
+            yield a
+        yield Key(keys=("escape",))
+    for name in ("SearchFields.DepartureDate", "SearchFields.ReturnDate"):
+        async for a in _alaska_date(frame, f'input[type="text"][name="{name}"]', request[name]):
+            yield a
+    yield await _frame_click(frame, '.miniwob-main-form [type="submit"]')
+
+
+async def _alaska_date(frame, field: str, value: str):
+    """Alaska's date fields open a one-month calendar: page to the month with its arrows, click the day, Done."""
+    month, day, year = (int(v) for v in value.split("/"))
+    yield await _frame_click(frame, field)
+    await frame.wait_for_function("() => { const m = document.getElementById('cal-modal-window'); return m && m.getClientRects().length; }",
+                                  timeout=10_000)
+    for _ in range(24):
+        shown = await frame.evaluate("() => document.querySelector('#cal .current-month').textContent.trim()")
+        name, shown_year = shown.split()
+        gap = (year - int(shown_year)) * 12 + month - (list(calendar.month_name).index(name))
+        if gap == 0:
+            break
+        yield await _frame_click(frame, "#next-month a" if gap > 0 else "#prev-month a")
+        await frame.wait_for_function("(was) => document.querySelector('#cal .current-month').textContent.trim() !== was",
+                                      arg=shown, timeout=10_000)
+    cells = await frame.evaluate("() => [...document.querySelectorAll('#cal a.cal-day')].map((a) => a.textContent.trim())")
+    yield await _frame_click(frame, "#cal a.cal-day", cells.index(str(day)))
+    yield await _frame_click(frame, "#btnDone")
