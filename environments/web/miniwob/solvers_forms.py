@@ -85,12 +85,18 @@ _LABEL_BOX = """(name) => [...document.querySelectorAll('#area label')]
   .find((l) => l.textContent.trim() === name).querySelector('input')"""
 
 
-@solver("click-checkboxes-large", "click-checkboxes-transfer")
-async def _click_checkboxes(env, query):
-    for name in _selected_names(query):
-        async for a in _click_el(env, _LABEL_BOX, name):
+async def _tick_and_submit(env, finder: str, args: list):
+    """Click the element ``finder`` returns for each of ``args``, then Submit."""
+    for arg in args:
+        async for a in _click_el(env, finder, arg):
             yield a
     async for a in _submit(env):
+        yield a
+
+
+@solver("click-checkboxes-large", "click-checkboxes-transfer")
+async def _click_checkboxes(env, query):
+    async for a in _tick_and_submit(env, _LABEL_BOX, _selected_names(query)):
         yield a
 
 
@@ -101,10 +107,7 @@ async def _click_checkboxes_soft(env, query):
       const group = SYNONYMS.find((g) => g.includes(word));
       return [...document.querySelectorAll('#area label')]
         .find((l) => group.includes(l.textContent.trim())).querySelector('input'); }"""
-    for word in _selected_names(query, "Select words similar to "):
-        async for a in _click_el(env, finder, word):
-            yield a
-    async for a in _submit(env):
+    async for a in _tick_and_submit(env, finder, _selected_names(query, "Select words similar to ")):
         yield a
 
 
@@ -159,12 +162,15 @@ async def _click_tab_2(env, query):
 
 @solver("button-delay")
 async def _button_delay(env, query):
-    delay = float(re.search(r"wait (\d+) second", query).group(1))
+    delay_ms = 1000 * int(re.search(r"wait (\d+) second", query).group(1))
+    # The page times the gap between its two click handlers on its own clock. The time from yielding a click to
+    # its handler (the step's own work) is measured on ONE and taken off the wait before TWO.
+    sent = await env.page.evaluate("() => new Date().getTime()")
     async for a in _click_el(env, "() => document.getElementById('subbtn')"):
         yield a
-    # The page times the gap from its ONE handler; wait out the rest of it on the page's own clock.
-    elapsed_ms = await env.page.evaluate("() => new Date().getTime() - currentTime")
-    await asyncio.sleep(max(0.0, delay - elapsed_ms / 1000))
+    latency, elapsed = await env.page.evaluate(
+        "(sent) => [currentTime - sent, new Date().getTime() - currentTime]", sent)
+    await asyncio.sleep(max(0, delay_ms - elapsed - latency) / 1000)
     async for a in _click_el(env, "() => document.getElementById('subbtn2')"):
         yield a
 
@@ -450,7 +456,7 @@ async def _social_media(env, query):
 async def _social_media_all(env, query):
     label, amount, user = re.match(r'Click the "(.*)" button on (all|\d+) posts? by (\S+) and then click Submit\.',
                                    query).groups()
-    posts = await env.page.evaluate(f"(user) => [...document.querySelectorAll('#area .username')]"
+    posts = await env.page.evaluate("(user) => [...document.querySelectorAll('#area .username')]"
                                     ".filter((u) => u.textContent === user).length", user)
     for nth in range(posts if amount == "all" else int(amount)):
         async for a in _social_click(env, user, nth, label):
