@@ -797,3 +797,73 @@ async def _tic_tac_toe(env, query):
         _, cell = _x_value(board, memo)
         async for a in ui.click(env, f"#ttt-{cell}", wait=False):
             yield a
+
+
+# ---- drag-cube: a cube that spins with the drag's momentum ----------------------------------------------
+
+# The page samples the pointer every 20 ms: while the button is down, the movement since the last sample
+# adds torque, which turns the cube (vertical drags tilt it, positionY; horizontal ones spin it, positionX)
+# and fades once released. The side facing the user follows from the angles (cube.js's calculatedSide).
+_CUBE_JS = """() => { const v = cube.viewport;
+  return [v.positionX, v.positionY, Math.abs(v.torqueX) > 1 || Math.abs(v.torqueY) > 1,
+          document.querySelector('#area .active').textContent]; }"""
+_CUBE_STILL_JS = "() => Math.abs(cube.viewport.torqueX) <= 1 && Math.abs(cube.viewport.torqueY) <= 1"
+# positionX bands (degrees) of the four sides round the middle, upright and upside down
+_CUBE_BANDS = {False: {"5": 86, "4": 177, "3": 269, "2": 358}, True: {"3": 86, "2": 177, "5": 269, "4": 358}}
+
+
+def _turn(target: float, now: float) -> float:
+    """The signed shortest turn (degrees) from ``now`` to ``target``."""
+    return (target - now + 180) % 360 - 180
+
+
+def _cube_goal(side: str, x: float, y: float) -> tuple[float, float | None]:
+    """The (positionY, positionX or None) to aim at for ``side`` from the cube's angles now."""
+    if side == "6":
+        return 88, None
+    if side == "1":
+        return 264, None
+    upside = abs(_turn(175, y)) < abs(_turn(357, y))  # tilt to the nearer band that shows the middle sides
+    return (175 if upside else 357), _CUBE_BANDS[upside][side]
+
+
+@solver("drag-cube")
+async def _drag_cube(env, query):
+    side = _quoted(query)[0]
+    button = await _rect(env, "#subbtn")
+    width, height = env.screen_size
+    lane_x, lane_y = 6, 58  # drags run along the page's margins, clear of the Submit button
+    pointer = None
+    for _ in range(STEP_LIMITS["drag-cube"] - 3):
+        await ui.wait_js(env, _CUBE_STILL_JS)
+        x, y, _, active = await _js(env, _CUBE_JS)
+        goal_y, goal_x = _cube_goal(side, x, y)
+        error_y = _turn(goal_y, y)
+        error_x = 0.0 if goal_x is None else _turn(goal_x, x % 360)
+        if active == side and abs(error_y) < 30 and abs(error_x) < 30:
+            break
+        length = round(min(max(abs(error_y if abs(error_y) >= 30 else error_x) * 0.5, 14), 40))
+        if abs(error_y) >= 30:  # dragging down lowers positionY
+            step = (0, -length if error_y > 0 else length)
+            start = (lane_x, 120 if pointer is None or pointer[0] != lane_x else pointer[1])
+        else:  # dragging right raises positionX, unless the cube is upside down
+            upside = 90 < y < 270
+            step = ((length if error_x > 0 else -length) * (-1 if upside else 1), 0)
+            start = (80 if pointer is None or pointer[1] != lane_y else pointer[0], lane_y)
+        end = (start[0] + step[0], start[1] + step[1])
+        if not (4 <= end[0] <= width - 4 and 55 <= end[1] <= height - 4):
+            start = (80 - step[0] // 2, lane_y) if step[1] == 0 else (lane_x, 130 - step[1] // 2)
+            end = (start[0] + step[0], start[1] + step[1])
+        if pointer != start:  # move there first, so the press does not count a jump as drag
+            yield Move(x=start[0], y=start[1])
+            await asyncio.sleep(0.06)
+        yield Drag(x1=start[0], y1=start[1], x2=end[0], y2=end[1])
+        pointer = end
+        await asyncio.sleep(0.06)
+    # Go to Submit first and let the page sample the pointer there, so the click itself adds no torque.
+    bx, by = round((button[0] + button[2]) / 2), round((button[1] + button[3]) / 2)
+    yield Move(x=bx, y=by)
+    await asyncio.sleep(0.06)
+    yield Click(x=bx, y=by)
+
+STEP_LIMITS["drag-cube"] = 40
