@@ -43,6 +43,14 @@ def latest_checkpoint(out: str | os.PathLike) -> Path | None:
     return found[-1] if found else None
 
 
+def checkpoint_step(path: str | os.PathLike) -> int | None:
+    """The step a checkpoint folder holds (from its ``state.json``; None if unreadable)."""
+    try:
+        return int(json.loads((Path(path) / "state.json").read_text())["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module,
                     optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """Load model and optimizer in place; return ``state.json``."""

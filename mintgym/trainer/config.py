@@ -1,177 +1,228 @@
-"""Layer 6: the typed configuration of a training run, loaded from YAML.
+"""Layer 6: the typed configuration of a training run, loaded from YAML, overridable from the command line.
 
-One dataclass per part of the run; every field has a docstring (the ``#:`` comment above it). Unknown
-keys are errors, so a typo in a recipe fails at load time::
+One pydantic model per part of the run, every field documented (``Field(description=...)``), types and
+ranges enforced and unknown keys refused, so a typo or a wrong value fails at load time with one line
+naming the key::
 
     >>> cfg = RunConfig.from_dict({"model": {"path": "/tmp/m"}, "tasks": [{"id": "null/echo"}]})
     >>> cfg.train.correction
     'unclipped_token_is'
+    >>> apply_overrides({"train": {"lr": 0.1}}, ["train.lr=3e-4", "rollout.group_size=4"])
+    {'train': {'lr': '3e-4'}, 'rollout': {'group_size': 4}}
+
+Where env servers run is chosen per domain (``envs[].provider``: ``local``, ``docker``, ``ray``, or given
+``urls``) and how weights travel by ``weights.transport`` (``ray`` object store, ``filesystem``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import annotated_types
+import pydantic
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
-@dataclass
-class ModelConfig:
-    #: Checkpoint directory (a Hugging Face VLM). With ``build_tiny`` it is built there first if missing.
-    path: str
-    #: Build the tiny random Qwen2-VL (:func:`mintgym.models.tiny.build_tiny_vlm`) at ``path`` if absent.
-    build_tiny: bool = False
-    #: Seed of the tiny model's random weights.
-    tiny_seed: int = 0
-    #: Other keyword options of ``build_tiny_vlm`` (``vocab_size``, ``hidden_size`` ...).
-    tiny_options: dict[str, Any] = field(default_factory=dict)
-    #: Trainer device (``cpu`` or ``cuda``).
-    device: str = "cpu"
-    #: Trainer weights dtype (``float32``, ``bfloat16``); None: float32.
-    dtype: str | None = None
+class ConfigError(ValueError):
+    """A run config (file, key, type or value) that cannot be used; the message is one line naming the key."""
 
 
-@dataclass
-class EngineConfig:
-    #: Inference engine: ``hf`` (transformers, CPU; weights through Ray's object store) or ``vllm``.
-    name: Literal["hf", "vllm"] = "hf"
-    #: Keyword options of the engine (``aligned_logprobs``, ``max_batch_size``, vllm's ``gpu_memory_utilization``...).
-    options: dict[str, Any] = field(default_factory=dict)
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
-@dataclass
-class AgentConfig:
-    #: ``answer``: one short sampled answer submitted as ``done(answer=...)``; ``vlm``: the full VLMAgent.
-    kind: Literal["answer", "vlm"] = "answer"
-    #: Options of the agent (``answer``: ``choices`` per domain; ``vlm``: VLMAgent keyword options).
-    options: dict[str, Any] = field(default_factory=dict)
-    #: Most model turns per episode; the episode is ended with ``done()`` after that (None: the env's limit).
-    max_turns: int | None = None
+class ModelConfig(_Part):
+    path: str = Field(description="Checkpoint directory (a Hugging Face VLM). With ``build_tiny`` it is built "
+                                  "there first if missing.")
+    build_tiny: bool = Field(False, description="Build the tiny random Qwen2-VL "
+                                                "(:func:`mintgym.models.tiny.build_tiny_vlm`) at ``path`` if absent.")
+    tiny_seed: int = Field(0, description="Seed of the tiny model's random weights.")
+    tiny_options: dict[str, Any] = Field(default_factory=dict, description="Other keyword options of "
+                                         "``build_tiny_vlm`` (``vocab_size``, ``hidden_size`` ...).")
+    device: str = Field("cpu", description="Trainer device (``cpu``, ``cuda``, ``cuda:1``).")
+    dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        None, description="Trainer weights dtype; None: float32.")
 
 
-@dataclass
-class EnvConfig:
-    #: Domain served (a registered host: ``null``, ``pytool``, ``web`` ...).
-    domain: str
-    #: Env servers of this domain (local provider subprocesses); workers are spread over them.
-    servers: int = 1
-    #: Host options passed to each server (``mintgym serve --host-options``).
-    host_options: dict[str, Any] = field(default_factory=dict)
-    #: Options of every env session the workers open on this domain (the session's ``env_options``:
-    #: web's ``miniwob_time_limit_ms``, ``viewport`` ...); the server validates them when a worker starts.
-    session_options: dict[str, Any] = field(default_factory=dict)
-    #: Use these running servers instead of starting any.
-    urls: list[str] = field(default_factory=list)
+class EngineConfig(_Part):
+    name: Literal["hf", "vllm"] = Field("hf", description="Inference engine: ``hf`` (transformers, CPU) or ``vllm``.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Keyword options of the engine "
+                                    "(``aligned_logprobs``, ``max_batch_size``, vllm's ``gpu_memory_utilization``...).")
 
 
-@dataclass
-class TaskConfig:
-    #: Task id (``pytool/count-shapes-0``); its domain is the part before the slash.
-    id: str
-    #: Seeds episodes draw from (None: any seed from the worker's stream).
-    seeds: list[int] | None = None
-    #: The env domain serving it, where it differs from the id's prefix (``miniwob/...`` is served by ``web``).
-    env_domain: str | None = None
-    #: How often the task comes up in each worker's schedule, relative to the others (an integer >= 1).
-    weight: int = 1
+class AgentConfig(_Part):
+    kind: Literal["answer", "vlm"] = Field("answer", description="``answer``: one short sampled answer submitted "
+                                           "as ``done(answer=...)``; ``vlm``: the full VLMAgent.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Options of the agent (``answer``: "
+                                    "``choices`` per domain; ``vlm``: VLMAgent keyword options).")
+    max_turns: int | None = Field(None, ge=1, description="Most model turns per episode; the episode is ended "
+                                  "with ``done()`` after that (None: the env's limit).")
+
+
+class EnvConfig(_Part):
+    domain: str = Field(description="Domain served (a registered host: ``null``, ``pytool``, ``web`` ...).")
+    provider: Literal["local", "docker", "ray"] = Field(
+        "local", description="Where this domain's env servers run: ``local`` (subprocesses of the trainer), "
+                             "``docker`` (a container each), ``ray`` (a Ray actor each, placed by ``resources``). "
+                             "Ignored when ``urls`` are given.")
+    servers: int = Field(1, ge=1, description="Env servers of this domain; workers are spread over them.")
+    num_cpus: float | None = Field(None, ge=0, description="``ray`` provider: CPUs each server reserves on its "
+                                   "node (None: 0, nothing reserved).")
+    resources: dict[str, float] = Field(default_factory=dict, description="``ray`` provider: custom Ray "
+                                        "resources each server reserves, so it lands on a node that has them "
+                                        "(``{envnode: 1}``).")
+    provider_options: dict[str, Any] = Field(default_factory=dict, description="Other options of the provider: "
+                                             "docker's ``image``, ``network``, ``cpus``, ``memory`` ...; ray's "
+                                             "``bind``, ``scheduling``, ``memory`` ... (see mintgym.runtime).")
+    host_options: dict[str, Any] = Field(default_factory=dict, description="Host options passed to each server "
+                                         "(``mintgym serve --host-options``).")
+    session_options: dict[str, Any] = Field(default_factory=dict, description="Options of every env session the "
+                                            "workers open on this domain (web's ``miniwob_time_limit_ms``, "
+                                            "``viewport`` ...); the server validates them when a worker starts.")
+    urls: list[str] = Field(default_factory=list, description="Use these running servers instead of starting any.")
+
+    @model_validator(mode="after")
+    def _ray_fields_need_ray(self) -> EnvConfig:
+        if self.provider != "ray" and not self.urls and (self.resources or self.num_cpus is not None):
+            raise ValueError(f"num_cpus and resources place env servers on Ray nodes: they need provider: ray, "
+                             f"not {self.provider!r}")
+        return self
+
+
+class TaskConfig(_Part):
+    id: str = Field(description="Task id (``pytool/count-shapes-0``); its domain is the part before the slash.")
+    seeds: list[int] | None = Field(None, min_length=1, description="Seeds episodes draw from (None: any seed "
+                                    "from the worker's stream).")
+    env_domain: str | None = Field(None, description="The env domain serving it, where it differs from the id's "
+                                   "prefix (``miniwob/...`` is served by ``web``).")
+    weight: int = Field(1, ge=1, description="How often the task comes up in each worker's schedule, relative "
+                        "to the others.")
 
     @property
     def domain(self) -> str:
         return self.env_domain or self.id.split("/", 1)[0]
 
 
-@dataclass
-class RolloutConfig:
-    #: Ray rollout worker actors.
-    workers: int = 1
-    #: Groups each worker plays at once (each group runs its G episodes concurrently).
-    groups_in_flight: int = 2
-    #: Samples per group (G): same task and seed.
-    group_size: int = 8
-    #: Sampling temperature.
-    temperature: float = 1.0
-    #: Most tokens sampled per turn.
-    max_new_tokens: int = 16
-    #: Restarts Ray gives a worker that dies (its in-flight episodes are counted lost).
-    max_restarts: int = 3
-    #: Seconds an episode may take before it ends as ``timeout``.
-    episode_timeout: float = 300.0
-    #: Benchmarks only: [mean, sigma] of a lognormal delay added to every env step (None: none).
-    simulated_step_seconds: list[float] | None = None
-    #: CPU threads torch may use in each worker (and in the trainer).
-    torch_threads: int = 1
-    #: Ray CPUs reserved per worker actor (0 on a small local machine).
-    worker_num_cpus: float = 0.0
-    #: Ray GPUs per worker actor (vllm engines).
-    worker_num_gpus: float = 0.0
+class RolloutConfig(_Part):
+    workers: int = Field(1, ge=1, description="Ray rollout worker actors.")
+    groups_in_flight: int = Field(2, ge=1, description="Groups each worker plays at once (each group runs its G "
+                                  "episodes concurrently).")
+    group_size: int = Field(8, ge=2, description="Samples per group (G): same task and seed; at least 2, "
+                            "advantages are relative to the group.")
+    temperature: float = Field(1.0, ge=0, description="Sampling temperature.")
+    max_new_tokens: int = Field(16, ge=1, description="Most tokens sampled per turn.")
+    max_restarts: int = Field(3, ge=0, description="Restarts Ray gives a worker that dies (its in-flight "
+                              "episodes are counted lost).")
+    episode_timeout: float = Field(300.0, gt=0, description="Seconds an episode may take before it ends as "
+                                   "``timeout``.")
+    simulated_step_seconds: tuple[float, float] | None = Field(
+        None, description="Benchmarks only: [mean, sigma] of a lognormal delay added to every env step "
+                          "(None: none).")
+    torch_threads: int = Field(1, ge=1, description="CPU threads torch may use in each worker (and in the trainer).")
+    worker_num_cpus: float = Field(0.0, ge=0, description="Ray CPUs reserved per worker actor (0 on a small "
+                                   "local machine).")
+    worker_num_gpus: float = Field(0.0, ge=0, description="Ray GPUs per worker actor (vllm engines).")
+    worker_resources: dict[str, float] = Field(default_factory=dict, description="Custom Ray resources each "
+                                               "worker actor reserves, so it lands on a node that has them "
+                                               "(``{envnode: 1}``).")
 
 
-@dataclass
-class TrainConfig:
-    #: ``async`` (workers never wait for the trainer) or ``sync`` (generate, train, sync, repeat).
-    mode: Literal["async", "sync"] = "async"
-    #: Optimizer steps to run.
-    steps: int = 50
-    #: Groups per step (the batch), split over domains by ``domain_weights``.
-    groups_per_step: int = 8
-    #: Domain weights of the mixer (None: equal shares).
-    domain_weights: dict[str, float] | None = None
-    #: Most versions a sample may lag the trainer; enforced at admission and at batch time (None: unbounded).
-    max_lag: int | None = 4
-    #: Off-policy correction: ``unclipped_token_is``, ``truncated_is``, ``ppo_clip`` or ``none``.
-    correction: Literal["none", "unclipped_token_is", "truncated_is", "ppo_clip"] = "unclipped_token_is"
-    #: Advantage estimator: ``grpo`` (group-normalized) or ``rloo`` (leave-one-out).
-    advantage: Literal["grpo", "rloo"] = "grpo"
-    #: Divide GRPO advantages by the group's reward std.
-    scale_advantages: bool = True
-    #: The truncation cap C of ``truncated_is``.
-    is_cap: float = 2.0
-    #: The clip range of ``ppo_clip``.
-    clip_eps: float = 0.2
-    #: Adam learning rate.
-    lr: float = 1e-5
-    #: Gradient norm clip (None: no clipping).
-    max_grad_norm: float | None = 1.0
-    #: Publish weights every this many steps.
-    sync_every: int = 1
-    #: Seconds every worker has to load published weights before the run fails naming who is behind.
-    sync_timeout: float = 120.0
-    #: Seconds to wait for a full batch before training on a short one (shortfall counted per domain).
-    batch_timeout: float = 600.0
-    #: Sequences per forward/backward chunk.
-    micro_batch: int = 16
-    #: Checkpoint every this many steps (0: only at the end).
-    checkpoint_every: int = 10
-    #: Keep this many past weight versions to measure the mismatch of lagged turns too (one extra
-    #: no-grad forward per lagged sequence; 0: measure lag-0 turns only).
-    mismatch_snapshots: int = 0
-    #: Lag studies: publish the weights of this many versions ago, so every sample lags the trainer by
-    #: at least this much (async only, <= ``max_lag``; the run holds that many past weight copies).
-    publish_delay: int = 0
-    #: After the last step, play this many groups of every task with the final weights (not trained
-    #: on) and write their mean reward per domain to ``final_eval.json`` (0: no evaluation).
-    eval_groups: int = 0
-    #: Seed of torch and the task streams.
-    seed: int = 0
+class TrainConfig(_Part):
+    mode: Literal["async", "sync"] = Field("async", description="``async`` (workers never wait for the trainer) "
+                                           "or ``sync`` (generate, train, sync, repeat).")
+    steps: int = Field(50, ge=1, description="Optimizer steps to run (a rerun past them says the run is finished).")
+    groups_per_step: int = Field(8, ge=1, description="Groups per step (the batch), split over domains by "
+                                 "``domain_weights``.")
+    domain_weights: dict[str, float] | None = Field(None, description="Domain weights of the mixer, each > 0 "
+                                                    "(None: equal shares).")
+    max_lag: int | None = Field(4, ge=0, description="Most versions a sample may lag the trainer; enforced at "
+                                "admission and at batch time (None: unbounded).")
+    correction: Literal["none", "unclipped_token_is", "truncated_is", "ppo_clip"] = Field(
+        "unclipped_token_is", description="Off-policy correction.")
+    advantage: Literal["grpo", "rloo"] = Field("grpo", description="Advantage estimator: ``grpo`` "
+                                               "(group-normalized) or ``rloo`` (leave-one-out).")
+    scale_advantages: bool = Field(True, description="Divide GRPO advantages by the group's reward std.")
+    is_cap: float = Field(2.0, gt=0, description="The truncation cap C of ``truncated_is``.")
+    clip_eps: float = Field(0.2, gt=0, description="The clip range of ``ppo_clip``.")
+    lr: float = Field(1e-5, gt=0, description="Adam learning rate.")
+    max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient norm clip (None: no clipping).")
+    sync_every: int = Field(1, ge=1, description="Publish weights every this many steps.")
+    sync_timeout: float = Field(120.0, gt=0, description="Seconds every worker has to load published weights "
+                                "before the run fails naming who is behind.")
+    batch_timeout: float = Field(600.0, gt=0, description="Seconds to wait for a full batch before training on "
+                                 "a short one (shortfall counted per domain).")
+    micro_batch: int = Field(16, ge=1, description="Sequences per forward/backward chunk.")
+    checkpoint_every: int = Field(10, ge=0, description="Checkpoint every this many steps (0: only at the end).")
+    mismatch_snapshots: int = Field(0, ge=0, description="Keep this many past weight versions to measure the "
+                                    "mismatch of lagged turns too (one extra no-grad forward per lagged sequence; "
+                                    "0: measure lag-0 turns only).")
+    publish_delay: int = Field(0, ge=0, description="Lag studies: publish the weights of this many versions ago, "
+                               "so every sample lags the trainer by at least this much (async only, <= ``max_lag``).")
+    eval_groups: int = Field(0, ge=0, description="After the last step, play this many groups of every task with "
+                             "the final weights (not trained on) and write their mean reward per domain to "
+                             "``final_eval.json`` (0: no evaluation).")
+    seed: int = Field(0, description="Seed of torch and the task streams.")
+
+    @model_validator(mode="after")
+    def _publish_delay_fits(self) -> TrainConfig:
+        if self.publish_delay and self.mode == "sync":
+            raise ValueError("publish_delay needs mode: async (sync mode trains on the current weights only)")
+        if self.max_lag is not None and self.publish_delay > self.max_lag:
+            raise ValueError(f"publish_delay {self.publish_delay} > max_lag {self.max_lag}: every sample would "
+                             "lag more than max_lag, so admission would refuse all of them")
+        if self.domain_weights and any(w <= 0 for w in self.domain_weights.values()):
+            raise ValueError(f"domain_weights must all be > 0, got {self.domain_weights}")
+        return self
 
 
-@dataclass
-class RunConfig:
-    model: ModelConfig
-    #: Tasks the run trains on; their domains are the mixer's domains.
-    tasks: list[TaskConfig]
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    agent: AgentConfig = field(default_factory=AgentConfig)
-    #: Env servers per domain (a domain of a task without an entry gets one local server).
-    envs: list[EnvConfig] = field(default_factory=list)
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    #: Ray cluster address (None: ``ray.init()`` a local one).
-    ray_address: str | None = None
+class WeightsConfig(_Part):
+    transport: Literal["ray", "filesystem", "vllm"] = Field(
+        "ray", description="How published weights reach the engines: ``ray`` (Ray's object store, one copy per "
+                           "node), ``filesystem`` (``.npz`` files in ``folder``, which every node must see), "
+                           "``vllm`` (vLLM's own in-place update path; needs CUDA GPUs, not available on CPU).")
+    folder: str | None = Field(None, description="``filesystem``: the shared folder (None: ``<out>/weights``).")
+    keep: int = Field(2, ge=1, description="``filesystem``: weight versions kept on disk.")
+
+
+class WandbConfig(_Part):
+    enabled: bool = Field(False, description="Log every step's metrics to Weights & Biases too "
+                                             "(``pip install 'mintgym[wandb]'``).")
+    project: str = Field("mintgym", description="W&B project.")
+    entity: str | None = Field(None, description="W&B entity (team or user; None: the default).")
+    name: str | None = Field(None, description="Run name (None: the --out folder's name).")
+    mode: Literal["online", "offline", "disabled"] | None = Field(
+        None, description="W&B mode (None: WANDB_MODE or online); ``offline`` writes under ``<out>/wandb`` only.")
+    tags: list[str] = Field(default_factory=list, description="W&B run tags.")
+
+
+class LogConfig(_Part):
+    ray: bool = Field(False, description="Show Ray's own log lines (worker stdout/stderr, startup) on the "
+                                         "console; ``mintgym train --verbose`` sets it.")
+    sample_episodes_every: int = Field(0, ge=0, description="Every this many steps, write some of the trained "
+                                       "episodes as trajectories under ``<out>/episodes/step_<k>/`` "
+                                       "(``mintgym view <out>/episodes``); 0: never.")
+    sample_episodes: int = Field(4, ge=1, description="Episodes written each time (the first of each group, "
+                                 "then the next, until this many).")
+    wandb: WandbConfig = Field(default_factory=WandbConfig, description="Weights & Biases logging, beside "
+                               "TensorBoard.")
+
+
+class RunConfig(_Part):
+    model: ModelConfig = Field(description="The policy's checkpoint.")
+    tasks: list[TaskConfig] = Field(min_length=1, description="Tasks the run trains on; their domains are the "
+                                    "mixer's domains.")
+    engine: EngineConfig = Field(default_factory=EngineConfig, description="The rollout workers' inference engine.")
+    agent: AgentConfig = Field(default_factory=AgentConfig, description="The agent the workers play with.")
+    envs: list[EnvConfig] = Field(default_factory=list, description="Env servers per domain (a domain of a task "
+                                  "without an entry gets one local server).")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="Rollout workers.")
+    train: TrainConfig = Field(default_factory=TrainConfig, description="The learner and the loop.")
+    weights: WeightsConfig = Field(default_factory=WeightsConfig, description="The weight transport.")
+    log: LogConfig = Field(default_factory=LogConfig, description="Console, W&B and sample-episode logging.")
+    ray_address: str | None = Field(None, description="Ray cluster address (``auto``, ``HOST:PORT``; None: start "
+                                    "a local one).")
 
     @property
     def domains(self) -> list[str]:
@@ -183,65 +234,176 @@ class RunConfig:
                 return env
         return EnvConfig(domain=domain)
 
-    def __post_init__(self) -> None:
-        if not self.tasks:
-            raise ValueError("a run needs at least one task")
+    @model_validator(mode="after")
+    def _parts_agree(self) -> RunConfig:
         weights = self.train.domain_weights
         if weights and set(weights) - set(self.domains):
-            raise ValueError(f"domain_weights name {sorted(set(weights) - set(self.domains))}, "
+            raise ValueError(f"train.domain_weights name {sorted(set(weights) - set(self.domains))}, "
                              f"not domains of the tasks ({self.domains})")
-        if self.rollout.group_size < 2:
-            raise ValueError("group_size must be >= 2: advantages are relative to the group")
-        train = self.train
-        if train.publish_delay < 0 or train.eval_groups < 0:
-            raise ValueError(f"train.publish_delay and train.eval_groups must be >= 0, got "
-                             f"{train.publish_delay} and {train.eval_groups}")
-        if train.publish_delay and train.mode == "sync":
-            raise ValueError("train.publish_delay needs mode: async (sync mode trains on the current weights only)")
-        if train.max_lag is not None and train.publish_delay > train.max_lag:
-            raise ValueError(f"train.publish_delay {train.publish_delay} > max_lag {train.max_lag}: every sample "
-                             "would lag more than max_lag, so admission would refuse all of them")
+        seen = [e.domain for e in self.envs]
+        if len(seen) != len(set(seen)):
+            raise ValueError(f"envs: each domain once, got {seen}")
+        if self.weights.transport == "vllm" and self.engine.name != "vllm":
+            raise ValueError("weights.transport vllm is vLLM's own update path: it needs engine.name: vllm")
+        return self
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
-        return _build(cls, data, "config")
-
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> "RunConfig":
-        data = yaml.safe_load(Path(path).read_text())
+    def from_dict(cls, data: Any) -> RunConfig:
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: a run config is a mapping at the top level")
-        return cls.from_dict(data)
+            raise ConfigError(f"a run config is a mapping at the top level, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except pydantic.ValidationError as err:
+            raise ConfigError(describe_errors(err)) from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: list[str] = ()) -> RunConfig:
+        """Load ``path`` and apply ``key.path=value`` overrides (see :func:`apply_overrides`)."""
+        return cls.from_dict(apply_overrides(read_yaml(path), overrides))
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return self.model_dump(mode="json")
 
 
-def _build(tp: Any, data: Any, where: str) -> Any:
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(data, dict):
-            raise ValueError(f"{where}: expected a mapping for {tp.__name__}, got {type(data).__name__}")
-        hints = typing.get_type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp)}
-        unknown = set(data) - names
-        if unknown:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)} (known: {sorted(names)})")
-        return tp(**{k: _build(hints[k], v, f"{where}.{k}") for k, v in data.items()})
-    if origin is list and isinstance(data, list):
-        (item,) = typing.get_args(tp)
-        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(data)]
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if data is None:
-            return None
-        return _build(args[0], data, where) if len(args) == 1 else data
-    if origin is Literal:
-        if data not in typing.get_args(tp):
-            raise ValueError(f"{where}: {data!r} is not one of {typing.get_args(tp)}")
-        return data
-    if tp is float and isinstance(data, (int, float)) and not isinstance(data, bool):
-        return float(data)
-    if tp in (int, str, bool) and not isinstance(data, tp):
-        raise ValueError(f"{where}: expected {tp.__name__}, got {data!r}")
+# -- YAML and overrides ------------------------------------------------------------------------------------
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file" if not path.exists() else f"{path} is not a file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a run config is a mapping at the top level, got {type(data).__name__}")
     return data
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Set ``dotted.key=value`` items into ``data`` (in place, and returned). Values are YAML scalars or flow
+    collections (``3e-4``, ``true``, ``null``, ``[1, 2]``, ``{a: 1}``); list items are addressed by index
+    (``tasks.0.seeds=[1,2]``). Whether the key exists and the value fits is checked by validation after."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts):
+            raise ConfigError(f"override {item!r}: expected key.path=value (e.g. train.lr=3e-4)")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text  # not YAML: the text itself; validation says if a string does not fit
+        node: Any = data
+        for depth, part in enumerate(parts):
+            here = ".".join(parts[:depth + 1])
+            last = depth == len(parts) - 1
+            if isinstance(node, list):
+                if not part.isdigit() or int(part) > len(node):
+                    raise ConfigError(f"{here}: no such item ({'.'.join(parts[:depth])} has {len(node)}; "
+                                      f"address items by index, {len(node)} to add one)")
+                part = int(part)
+                if part == len(node):
+                    node.append(None)
+            elif not isinstance(node, dict):
+                raise ConfigError(f"{here}: {'.'.join(parts[:depth])} is {node!r}, not a section")
+            if last:
+                node[part] = value
+            else:
+                if (node[part] if isinstance(node, list) else node.get(part)) is None:
+                    node[part] = [] if parts[depth + 1].isdigit() else {}
+                node = node[part]
+    return data
+
+
+# -- one-line errors ---------------------------------------------------------------------------------------
+
+def describe_errors(err: pydantic.ValidationError) -> str:
+    """The first validation error as ``key: expected ..., got ...`` (and how many more there are)."""
+    problems = err.errors(include_url=False)
+    first = _describe(problems[0])
+    return first if len(problems) == 1 else f"{first} (and {len(problems) - 1} more problem(s))"
+
+
+def _describe(problem: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in problem["loc"] if not (isinstance(p, str) and "[" in p)) or "config"
+    kind, got = problem["type"], problem.get("input")
+    if kind == "extra_forbidden":
+        known = _known_keys(problem["loc"][:-1])
+        return f"{loc}: unknown key" + (f" (known: {', '.join(known)})" if known else "")
+    if kind == "too_short":
+        return f"{loc}: expected at least {problem['ctx']['min_length']} item(s), got {got!r}"
+    if kind == "missing":
+        return f"{loc}: missing (required)"
+    if kind == "value_error":
+        return f"{loc}: {problem['msg'].removeprefix('Value error, ')}" if problem["loc"] else \
+            problem["msg"].removeprefix("Value error, ")
+    field = _field_at(problem["loc"])
+    expected = _expected(field) if field is not None else problem["msg"]
+    return f"{loc}: expected {expected}, got {got!r}"
+
+
+def _walk(loc: tuple) -> tuple[Any, Any]:
+    """(model class, FieldInfo) at ``loc`` in RunConfig (None for what is not a model field)."""
+    model: Any = RunConfig
+    info = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if model is None or part not in model.model_fields:
+            return None, None
+        info = model.model_fields[part]
+        model = _model_in(info.annotation)
+    return model, info
+
+
+def _model_in(annotation: Any) -> Any:
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _field_at(loc: tuple) -> Any:
+    return _walk(loc)[1]
+
+
+def _known_keys(loc: tuple) -> list[str]:
+    model = _walk(loc)[0] if loc else RunConfig
+    return list(model.model_fields) if model is not None else []
+
+
+def _expected(info: Any) -> str:
+    import typing
+
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    ann = info.annotation
+    union = typing.get_origin(ann) in (typing.Union, getattr(__import__("types"), "UnionType", None))
+    args = [a for a in typing.get_args(ann) if a is not type(None)] if union else [ann]
+    optional = union and type(None) in typing.get_args(ann)
+    base = args[0] if len(args) == 1 else ann
+    if typing.get_origin(base) is Literal:
+        text = "one of " + ", ".join(repr(v) for v in typing.get_args(base))
+    elif base in names:
+        text = names[base]
+        for meta in info.metadata:
+            for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+                bound = getattr(meta, attr, None)
+                if bound is not None and isinstance(meta, (annotated_types.Gt, annotated_types.Ge,
+                                                           annotated_types.Lt, annotated_types.Le)):
+                    text += f" {sign} {bound}"
+    elif typing.get_origin(base) in (list, tuple):
+        text = "a list" if typing.get_origin(base) is list else f"a list of {len(typing.get_args(base))}"
+    elif typing.get_origin(base) is dict:
+        text = "a mapping"
+    elif isinstance(base, type) and issubclass(base, BaseModel):
+        text = "a mapping (a section)"
+    else:
+        text = str(base)
+    return text + (" or null" if optional else "")

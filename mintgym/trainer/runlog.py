@@ -1,10 +1,30 @@
-"""Layer 6: run logs: TensorBoard scalars, ``metrics.jsonl``, the progress line and the reward curve PNG."""
+"""Layer 6: run logs: TensorBoard scalars, ``metrics.jsonl``, optionally Weights & Biases, the progress line
+(with elapsed time and ETA) and the reward curve PNG."""
 
 from __future__ import annotations
 
 import json
 import math
+import uuid
 from pathlib import Path
+from typing import Any
+
+from mintgym.errors import MintGymError
+
+#: Holds the W&B run id, so a resumed run logs into the same W&B run.
+WANDB_ID_FILE = "wandb_run_id"
+
+
+def clock(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``."""
+    if math.isnan(seconds) or math.isinf(seconds):
+        return "?"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class RunLogger:
@@ -15,11 +35,15 @@ class RunLogger:
     TensorBoard purges their events, so each step appears once in the logs and the curve.
     """
 
-    def __init__(self, out: Path, domains: list[str], start_step: int = 0):
+    def __init__(self, out: Path, domains: list[str], start_step: int = 0, wandb: Any = None,
+                 config: dict[str, Any] | None = None):
+        """``wandb``: a :class:`mintgym.trainer.config.WandbConfig`; when enabled every step also goes to W&B
+        (``config``: the run config it records)."""
         from torch.utils.tensorboard import SummaryWriter
 
         self.out = Path(out)
         self.domains = domains
+        self.wandb = _start_wandb(self.out, wandb, config) if wandb is not None and wandb.enabled else None
         self.rolled_back = self._roll_back(start_step)
         self.tb = SummaryWriter(str(self.out / "tb"), purge_step=start_step + 1 if self.rolled_back else None)
         self.jsonl = open(self.out / "metrics.jsonl", "a")
@@ -52,10 +76,17 @@ class RunLogger:
                 self.tb.add_scalar(k, v, step)
         self.jsonl.write(json.dumps({"step": step, **metrics}) + "\n")
         self.jsonl.flush()
+        if self.wandb is not None:
+            self.wandb.log({k: v for k, v in metrics.items() if isinstance(v, (int, float))}, step=step)
 
-    def progress(self, step: int, total: int, m: dict[str, float]) -> str:
+    def progress(self, step: int, total: int, m: dict[str, float], elapsed: float | None = None,
+                 eta: float | None = None) -> str:
+        """The console line of a step; ``elapsed`` (seconds since the run started) and ``eta`` (seconds left)
+        when given."""
         rewards = " ".join(f"{d}={m[f'reward/{d}']:.2f}" for d in self.domains if f"reward/{d}" in m)
-        return (f"step {step}/{total} reward {m.get('reward/mean', float('nan')):.3f} [{rewards}] "
+        timing = "" if elapsed is None else f" [{clock(elapsed)} elapsed" + (
+            f", ETA {clock(eta)}]" if eta is not None else "]")
+        return (f"step {step}/{total}{timing} reward {m.get('reward/mean', float('nan')):.3f} [{rewards}] "
                 f"lag {m.get('lag/mean', 0):.2f} (max {m.get('lag/max', 0):.0f}) "
                 f"mismatch {m.get('mismatch/max_abs', float('nan')):.2e} "
                 f"samples/s {m.get('throughput/samples_per_s', 0):.1f} loss {m.get('loss', float('nan')):+.4f}")
@@ -63,6 +94,9 @@ class RunLogger:
     def close(self) -> None:
         self.tb.close()
         self.jsonl.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+            self.wandb = None
 
     def plot(self, path: Path) -> None:
         """The reward curve (mean and per domain) over every step logged in ``metrics.jsonl``."""
@@ -87,3 +121,18 @@ class RunLogger:
         fig.tight_layout()
         fig.savefig(path, dpi=100)
         plt.close(fig)
+
+
+def _start_wandb(out: Path, cfg: Any, config: dict[str, Any] | None) -> Any:
+    """A W&B run writing under ``out/wandb``; a resumed run (same ``out``) continues the same W&B run."""
+    try:
+        import wandb
+    except ImportError:
+        raise MintGymError("log.wandb.enabled needs the wandb package: pip install 'mintgym[wandb]'") from None
+    out.mkdir(parents=True, exist_ok=True)
+    id_file = out / WANDB_ID_FILE
+    run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:12]
+    id_file.write_text(run_id)
+    return wandb.init(project=cfg.project, entity=cfg.entity, name=cfg.name or out.resolve().name, dir=str(out),
+                      mode=cfg.mode, tags=list(cfg.tags) or None, config=config, id=run_id, resume="allow",
+                      settings=wandb.Settings(console="off", silent=True))

@@ -1,7 +1,8 @@
 """Layer 6 entry: the RL loop, async (the default) or sync, on one code path.
 
-Wires every part together (the only module that knows them all): env servers started by the local
-provider, a trajectory buffer actor, rollout worker actors, the weight broadcast and the learner.
+Wires every part together (the only module that knows them all): env servers started by each domain's
+provider (``envs[].provider``: local, docker, ray, or given URLs), a trajectory buffer actor, rollout worker
+actors (placed by ``rollout.worker_resources``), the weight transport (``weights.transport``) and the learner.
 
 - ``async``: workers play continuously and push groups; each step the trainer takes a mixed batch from
   the buffer, trains, and publishes weights every ``sync_every`` steps. Workers load them before their
@@ -9,6 +10,9 @@ provider, a trajectory buffer actor, rollout worker actors, the weight broadcast
   behind and what it was doing.
 - ``sync``: each step the workers play exactly one batch with the current weights, the trainer trains,
   publishes, and waits (``sync_timeout``) until every worker has loaded the new weights.
+
+A run whose last checkpoint is at ``train.steps`` is finished: calling it again returns at once (raise
+``train.steps`` to continue it).
 
 Launch with ``mintgym train --config examples/quickstart.yaml --out runs/q``.
 """
@@ -27,10 +31,13 @@ from typing import Any, Callable
 import torch
 
 from mintgym.buffer.store import TrajectoryBuffer
-from mintgym.trainer.ckpt import latest_checkpoint, load_checkpoint, save_checkpoint
-from mintgym.trainer.config import RunConfig
+from mintgym.errors import MintGymError
+from mintgym.runtime.providers import Provider, ServerHandle
+from mintgym.trainer.ckpt import checkpoint_step, latest_checkpoint, load_checkpoint, save_checkpoint
+from mintgym.trainer.config import EnvConfig, RunConfig
 from mintgym.trainer.learner import Learner
-from mintgym.weights.base import WeightSyncTimeout
+from mintgym.trainer.runlog import clock
+from mintgym.weights.base import WeightBroadcast, WeightSyncTimeout
 
 
 @dataclass
@@ -46,6 +53,8 @@ class RunResult:
     seconds: float = 0.0
     #: ``train.eval_groups``: the final weights' rewards per domain (see ``_Run.evaluate``).
     final_eval: dict[str, Any] | None = None
+    #: The run had reached ``train.steps`` already: nothing was started.
+    finished: bool = False
 
     def mean_reward(self, first: bool, k: int = 3) -> float:
         rows = [h["reward/mean"] for h in self.history if not math.isnan(h.get("reward/mean", math.nan))]
@@ -66,20 +75,74 @@ def _model_path(cfg: RunConfig) -> str:
     return str(path)
 
 
-def _start_env_servers(cfg: RunConfig, provider: Any) -> tuple[dict[str, list[str]], list[Any]]:
+def _provider(env: EnvConfig) -> Provider:
+    """The provider that runs ``env``'s servers. Rollout workers reach env servers without a bearer token,
+    so servers are bound on loopback: ray servers on their node's 127.0.0.1 (place the workers on the same
+    nodes by resources), docker containers on the host network."""
+    from mintgym.runtime.make import provider
+    from mintgym.server.serve import is_loopback
+
+    options = dict(env.provider_options)
+    if env.provider == "ray":
+        options.setdefault("bind", "127.0.0.1")
+        if not is_loopback(options["bind"]):
+            raise MintGymError(f"envs[{env.domain}]: ray env servers bound on {options['bind']} need a bearer "
+                               "token, which rollout workers cannot send yet; bind 127.0.0.1 and place the "
+                               "workers on the servers' nodes (rollout.worker_resources)")
+        options.update(num_cpus=env.num_cpus or 0.0, resources=env.resources)
+    elif env.provider == "docker":
+        options.setdefault("network", "host")
+        if options["network"] != "host":
+            raise MintGymError(f"envs[{env.domain}]: docker network {options['network']!r} needs a bearer token, "
+                               "which rollout workers cannot send yet; use provider_options: {network: host}")
+    return provider(env.provider, **options)
+
+
+def _start_env_servers(cfg: RunConfig, started: list[tuple[Provider, ServerHandle]]) -> dict[str, list[str]]:
+    """Start every domain's servers (appending to ``started`` as they come up, so a failure stops the ones
+    before it) and return their URLs per domain."""
     urls: dict[str, list[str]] = {}
-    handles = []
     for domain in cfg.domains:
         env = cfg.env_for(domain)
         if env.urls:
             urls[domain] = list(env.urls)
             continue
-        started = [provider.start(domain, options={"host_options": env.host_options}) for _ in range(env.servers)]
-        handles += started
-        for h in started:
+        provider = _provider(env)
+        handles = []
+        for _ in range(env.servers):
+            handles.append(provider.start(domain, options={"host_options": env.host_options}))
+            started.append((provider, handles[-1]))
+        for h in handles:
             provider.wait_ready(h, 180.0)
-        urls[domain] = [h.base_url for h in started]
-    return urls, handles
+        urls[domain] = [h.base_url for h in handles]
+    return urls
+
+
+def _weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
+    transport = cfg.weights.transport
+    if transport == "ray":
+        from mintgym.weights.ray_store import RayObjectStoreBroadcast
+
+        return RayObjectStoreBroadcast(name=f"mintgym-weights-{uuid.uuid4().hex[:8]}")
+    if transport == "filesystem":
+        from mintgym.weights.filesystem import FilesystemBroadcast
+
+        folder = Path(cfg.weights.folder).expanduser() if cfg.weights.folder else out / "weights"
+        broadcast = FilesystemBroadcast(folder, keep=cfg.weights.keep)
+        broadcast.reset()  # versions restart from the checkpoint's; engines then load the first send
+        return broadcast
+    if not torch.cuda.is_available():
+        raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not available on CPU: it "
+                           "needs CUDA GPUs; use weights.transport: ray or filesystem")
+    raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not wired yet; use "
+                       "weights.transport: ray (vllm engines load those weights through collective_rpc)")
+
+
+def _finished_step(cfg: RunConfig, out: Path) -> int | None:
+    """The last checkpoint's step if it reached ``train.steps`` (the run is finished), else None."""
+    last = latest_checkpoint(out)
+    step = checkpoint_step(last) if last is not None else None
+    return step if step is not None and step >= cfg.train.steps else None
 
 
 class _Run:
@@ -88,27 +151,42 @@ class _Run:
     def __init__(self, cfg: RunConfig, out: Path, log: Callable[[str], None]):
         import ray
 
-        from mintgym.models.loading import load_model, load_processor
-        from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
-        from mintgym.runtime.local import LocalProvider
-        from mintgym.weights.ray_store import RayObjectStoreBroadcast
-
         self.cfg, self.out, self.log = cfg, out, log
         torch.manual_seed(cfg.train.seed)
         torch.set_num_threads(cfg.rollout.torch_threads)
         self.model_path = _model_path(cfg)
+        self.workers: list[Any] = []
+        self.buffer = None
+        #: Env servers started here, with the provider that stops each.
+        self.started: list[tuple[Provider, ServerHandle]] = []
         self._own_ray = not ray.is_initialized()
-        if self._own_ray:
-            ray.init(address=cfg.ray_address, include_dashboard=False, log_to_driver=True,
-                     configure_logging=False, **({} if cfg.ray_address else {"num_cpus": 2}))
-        self.provider = LocalProvider()
-        self.env_urls, self.handles = _start_env_servers(cfg, self.provider)
+        if self._own_ray:  # Ray's own log lines (worker output, startup) reach the console with log.ray only
+            ray.init(address=cfg.ray_address, include_dashboard=False, log_to_driver=cfg.log.ray,
+                     configure_logging=cfg.log.ray, **({} if cfg.ray_address else {"num_cpus": 2}))
+        try:
+            self._start()
+        except BaseException:
+            self.close(fast=True)
+            raise
+
+    @property
+    def handles(self) -> list[ServerHandle]:
+        return [h for _, h in self.started]
+
+    def _start(self) -> None:
+        import ray
+
+        from mintgym.models.loading import load_model, load_processor
+        from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
+
+        cfg, out, log = self.cfg, self.out, self.log
+        self.weights = _weight_transport(cfg, out)
+        self.env_urls = _start_env_servers(cfg, self.started)
         train = cfg.train
         self.buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0, max_concurrency=64).remote(
             cfg.domains, groups_per_step=train.groups_per_step,
             max_lag=0 if train.mode == "sync" else train.max_lag, weights=train.domain_weights,
             own_images=True)
-        self.weights = RayObjectStoreBroadcast(name=f"mintgym-weights-{uuid.uuid4().hex[:8]}")
         dtype = getattr(torch, cfg.model.dtype) if cfg.model.dtype else None
         self.learner = Learner(load_model(self.model_path, dtype=dtype, device=cfg.model.device),
                                load_processor(self.model_path), train)
@@ -127,8 +205,7 @@ class _Run:
         ro = cfg.rollout
         actor = ray.remote(RolloutWorker).options(max_restarts=ro.max_restarts, max_task_retries=0,
                                                   num_cpus=ro.worker_num_cpus, num_gpus=ro.worker_num_gpus,
-                                                  max_concurrency=1000)
-        self.workers = []
+                                                  resources=ro.worker_resources or None, max_concurrency=1000)
         for i in range(ro.workers):
             spec = WorkerSpec(worker_id=i, model_path=self.model_path, tasks=[(t.id, t.seeds, t.domain) for t in cfg.tasks for _ in range(t.weight)],
                               env_urls=self.env_urls,
@@ -296,9 +373,14 @@ class _Run:
                     except Exception:  # the worker may be dead already; killing it below is what matters
                         pass
                 ray.kill(w, no_restart=True)
-            ray.kill(self.buffer, no_restart=True)
-            for h in self.handles:
-                self.provider.stop(h, grace=2.0 if fast else 10.0)
+            if self.buffer is not None:
+                ray.kill(self.buffer, no_restart=True)
+            for provider, h in self.started:
+                if provider.name == "local":
+                    provider.stop(h, grace=2.0 if fast else 10.0)
+                else:
+                    provider.stop(h)
+            self.started = []
             if self._own_ray:
                 ray.shutdown()
         finally:
@@ -316,11 +398,20 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
     from mintgym.trainer.runlog import RunLogger
 
     out = Path(out)
+    done = _finished_step(cfg, out)
+    if done is not None:
+        log(f"{out} is finished: its last checkpoint is at step {done} of train.steps {cfg.train.steps}; "
+            f"nothing to do (raise train.steps, e.g. --steps {done + cfg.train.steps}, to train further)")
+        return RunResult(out, done, resumed_from=done, finished=True)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     t_start = time.monotonic()
     run = _Run(cfg, out, log)
-    logger = RunLogger(out, cfg.domains, start_step=run.step)
+    try:
+        logger = RunLogger(out, cfg.domains, start_step=run.step, wandb=cfg.log.wandb, config=cfg.to_dict())
+    except BaseException:
+        run.close(fast=True)
+        raise
     if logger.rolled_back:
         log(f"{logger.rolled_back} metrics rows past step {run.step} (not checkpointed) moved to "
             "metrics.rolled_back.jsonl")
@@ -331,6 +422,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
         if tc.mode == "async":
             run.start_workers()
         end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
+        first_step, t_loop = run.step, time.monotonic()
         while run.step < end:
             t0 = time.monotonic()
             version = run.learner.version
@@ -347,6 +439,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
             t_batch = time.monotonic()
             metrics = run.learner.step(batch)
             run.step += 1
+            every = cfg.log.sample_episodes_every
+            if every and run.step % every == 0:
+                _write_samples(run, batch)
             ray.get(run.buffer.set_trainer_version.remote(run.learner.version))
             if run.step % tc.sync_every == 0 or run.step == end:
                 run.publish()
@@ -362,7 +457,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
             metrics["workers/restarts"] = float(run.restarts)
             result.history.append(metrics)
             logger.write(run.step, metrics)
-            log(logger.progress(run.step, end, metrics))
+            per_step = (time.monotonic() - t_loop) / (run.step - first_step)
+            log(logger.progress(run.step, end, metrics, elapsed=time.monotonic() - t_start,
+                                eta=per_step * (end - run.step)))
             if tc.checkpoint_every and run.step % tc.checkpoint_every == 0:
                 run.checkpoint()
             if after_step is not None:
@@ -388,4 +485,14 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
         run.close(fast=interrupted)
     logger.plot(out / "reward_curve.png")
     result.seconds = time.monotonic() - t_start
+    log(f"finished step {result.steps}/{tc.steps} in {clock(result.seconds)}")
     return result
+
+
+def _write_samples(run: _Run, batch: Any) -> None:
+    from mintgym.trainer.samples import write_sample_episodes
+
+    cfg = run.cfg
+    write_sample_episodes(run.out, run.step, batch, n=cfg.log.sample_episodes,
+                          tokenizer=getattr(run.learner.processor, "tokenizer", None), agent=cfg.agent.kind,
+                          advantage=cfg.train.advantage, scale=cfg.train.scale_advantages)

@@ -21,6 +21,12 @@ class FilesystemBroadcast(WeightBroadcast):
         self.folder.mkdir(parents=True, exist_ok=True)
         self.keep = max(1, keep)
 
+    def reset(self) -> None:
+        """Forget every published version (a new run, or one resumed from a checkpoint, starts over here)."""
+        (self.folder / "LATEST").unlink(missing_ok=True)
+        for old in self.folder.glob("weights-*.npz"):
+            old.unlink(missing_ok=True)
+
     def _file(self, version: int) -> Path:
         return self.folder / f"weights-{version:08d}.npz"
 

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from mintgym.trainer.config import RunConfig
+from mintgym.trainer.config import ConfigError, RunConfig, apply_overrides
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -13,15 +13,69 @@ def test_shipped_configs_load(name):
     assert len(cfg.domains) >= 2
 
 
-def test_unknown_keys_and_bad_values_are_named():
-    with pytest.raises(ValueError, match=r"config.train: unknown keys \['lrr'\]"):
-        RunConfig.from_dict({"model": {"path": "m"}, "tasks": [{"id": "null/echo"}], "train": {"lrr": 1}})
-    with pytest.raises(ValueError, match="correction"):
-        RunConfig.from_dict({"model": {"path": "m"}, "tasks": [{"id": "null/echo"}],
-                             "train": {"correction": "clip"}})
-    with pytest.raises(ValueError, match="domain_weights"):
-        RunConfig.from_dict({"model": {"path": "m"}, "tasks": [{"id": "null/echo"}],
-                             "train": {"domain_weights": {"web": 1.0}}})
+BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["train.lrr=1"], r"^train.lrr: unknown key \(known: mode, steps, .*lr, "),
+    (["train.lr=fast"], r"^train.lr: expected a number > 0, got 'fast'$"),
+    (["train.lr=0"], r"^train.lr: expected a number > 0, got 0$"),
+    (["train.max_grad_norm=big"], r"^train.max_grad_norm: expected a number > 0 or null, got 'big'$"),
+    (["rollout.group_size=1"], r"^rollout.group_size: expected an integer >= 2, got 1$"),
+    (["train.correction=clip"], r"^train.correction: expected one of 'none', .*'ppo_clip', got 'clip'$"),
+    (["train.steps=2.5"], r"^train.steps: expected an integer >= 1, got 2.5$"),
+    (["tasks.0.seeds=[]"], r"^tasks.0.seeds: expected at least 1 item\(s\), got \[\]$"),
+    (["tasks.2.id=x"], r"^tasks.2: no such item \(tasks has 1;"),
+    (["train.domain_weights={web: 1.0}"], r"domain_weights name \['web'\], not domains of the tasks"),
+    (["envs.0.domain='null'", "envs.0.resources={a: 1}"], r"^envs.0: .*need provider: ray, not 'local'$"),
+    (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
+    (["train.lr"], r"^override 'train.lr': expected key.path=value"),
+])
+def test_a_bad_key_or_value_is_one_line_naming_the_key(overrides, message):
+    import copy
+
+    with pytest.raises(ConfigError, match=message) as caught:
+        RunConfig.from_dict(apply_overrides(copy.deepcopy(BASE), overrides))
+    assert "\n" not in str(caught.value)
+
+
+def test_overrides_reach_any_field_and_parse_yaml_scalars():
+    import copy
+
+    cfg = RunConfig.from_dict(apply_overrides(copy.deepcopy(BASE), [
+        "train.lr=3e-4", "rollout.group_size=4", "train.max_lag=null", "tasks.0.seeds=[1, 2]",
+        "tasks.1.id=web/x", "envs.0.domain=web", "envs.0.provider=ray", "envs.0.resources={envnode: 1}",
+        "log.wandb.enabled=true", "weights.transport=filesystem", "agent.options={choices: {pytool: [a, b]}}"]))
+    assert cfg.train.lr == 3e-4 and cfg.rollout.group_size == 4 and cfg.train.max_lag is None
+    assert cfg.tasks[0].seeds == [1, 2] and cfg.domains == ["null", "web"]
+    assert cfg.env_for("web").provider == "ray" and cfg.env_for("web").resources == {"envnode": 1.0}
+    assert cfg.log.wandb.enabled and cfg.weights.transport == "filesystem"
+    assert cfg.agent.options == {"choices": {"pytool": ["a", "b"]}}
+    assert RunConfig.from_dict(cfg.to_dict()) == cfg  # what config.json holds loads back the same
+
+
+def test_every_field_is_documented():
+    from pydantic import BaseModel
+
+    def walk(model):
+        for name, info in model.model_fields.items():
+            assert info.description, f"{model.__name__}.{name} has no description"
+            inner = info.annotation
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                walk(inner)
+    walk(RunConfig)
+
+
+def test_bad_files_are_one_line(tmp_path):
+    with pytest.raises(ConfigError, match=r"nowhere.yaml: no such config file"):
+        RunConfig.from_yaml(tmp_path / "nowhere.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  lr: [1, 2\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml:\d+: not valid YAML"):
+        RunConfig.from_yaml(bad)
+    bad.write_text("- 1\n")
+    with pytest.raises(ConfigError, match="a mapping at the top level, got list"):
+        RunConfig.from_yaml(bad)
 
 
 def test_train_command_is_registered():
@@ -51,20 +105,54 @@ def test_publish_delay_is_checked_against_max_lag_and_mode():
         RunConfig.from_dict({**base, "train": {"publish_delay": 5, "max_lag": 4}})
     with pytest.raises(ValueError, match="publish_delay needs mode: async"):
         RunConfig.from_dict({**base, "train": {"publish_delay": 1, "mode": "sync"}})
-    with pytest.raises(ValueError, match="must be >= 0"):
+    with pytest.raises(ValueError, match="train.eval_groups: expected an integer >= 0, got -1"):
         RunConfig.from_dict({**base, "train": {"eval_groups": -1}})
     assert RunConfig.from_dict({**base, "train": {"publish_delay": 4, "max_lag": 4}}).train.publish_delay == 4
 
 
-def test_train_command_overrides_are_validated_like_the_file(tmp_path):
-    from typer.testing import CliRunner
+def _mintgym(*args):
+    """``mintgym ARGS`` as a user runs it (its own process: one-line errors and exit codes are main()'s)."""
+    import subprocess
+    import sys
 
-    from mintgym.cli import app
+    return subprocess.run([sys.executable, "-c", "from mintgym.cli import main; main()", *args],
+                          capture_output=True, text=True, timeout=120)
 
+
+def test_train_command_errors_are_one_line_with_exit_code_2(tmp_path):
     recipe = tmp_path / "run.yaml"
     recipe.write_text("model: {path: /nowhere}\ntasks: [{id: null/echo}]\ntrain: {publish_delay: 2, max_lag: 2}\n")
-    result = CliRunner().invoke(app, ["train", "--config", str(recipe), "--out", str(tmp_path / "out"),
-                                      "--mode", "sync"])
-    assert result.exit_code != 0
-    assert "publish_delay needs mode: async" in str(result.exception)
-    assert not (tmp_path / "out").exists()  # refused before anything started
+    out = tmp_path / "out"
+    cases = [
+        (["train.lr=fast"], "error: train.lr: expected a number > 0, got 'fast'"),
+        (["--mode", "sync"], "error: train: publish_delay needs mode: async"),
+        (["train.nope=1"], "error: train.nope: unknown key (known: mode, steps,"),
+    ]
+    for extra, line in cases:
+        result = _mintgym("train", "--config", str(recipe), "--out", str(out), *extra)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(line) and result.stderr.count("\n") == 1, result.stderr
+    missing = _mintgym("train", "--config", str(tmp_path / "gone.yaml"), "--out", str(out))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "gone.yaml: no such config file" in \
+        missing.stderr
+    debug = _mintgym("--debug", "train", "--config", str(recipe), "--out", str(out), "train.lr=fast")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr and "ConfigError" in debug.stderr
+    assert not out.exists()  # refused before anything started
+
+
+def test_rerunning_a_finished_run_says_so_and_exits_0_at_once(tmp_path):
+    import json
+    import time
+
+    recipe = tmp_path / "run.yaml"
+    recipe.write_text("model: {path: /nowhere}\ntasks: [{id: null/echo}]\ntrain: {steps: 48}\n")
+    out = tmp_path / "out"
+    (out / "checkpoints" / "step-000048").mkdir(parents=True)
+    (out / "checkpoints" / "step-000048" / "state.json").write_text(json.dumps({"step": 48, "version": 48}))
+    start = time.monotonic()
+    result = _mintgym("train", "--config", str(recipe), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - start < 60  # nothing started: no Ray, no env server, no model
+    assert "is finished: its last checkpoint is at step 48 of train.steps 48" in result.stdout
+    assert "raise train.steps, e.g. --steps 96, to train further" in result.stdout
+    assert result.stdout.count("\n") == 1, result.stdout

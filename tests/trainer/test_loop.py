@@ -29,8 +29,9 @@ def model_path(tmp_path_factory):
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "m", vocab_size=256)
 
 
-def config(model_path, **train):
+def config(model_path, extra=None, **train):
     return RunConfig.from_dict({
+        **(extra or {}),
         "model": {"path": model_path},
         "tasks": [{"id": "null/echo", "seeds": [0, 1]}],
         "agent": {"kind": "answer", "options": {"choices": {"null": ["no", "ok"]}}},
@@ -41,7 +42,13 @@ def config(model_path, **train):
 
 
 def test_sync_mode_trains_at_lag_zero_with_exact_zero_mismatch(model_path, tmp_path):
-    result = train(config(model_path, mode="sync"), tmp_path, log=lambda s: None)
+    """Also: weights through the filesystem transport, and sample episodes written for the viewer."""
+    from mintgym.models.loading import load_processor
+    from mintgym.trajectory.store import load_run
+
+    tokenizer = load_processor(str(model_path)).tokenizer
+    extra = {"weights": {"transport": "filesystem"}, "log": {"sample_episodes_every": 2, "sample_episodes": 3}}
+    result = train(config(model_path, extra, mode="sync"), tmp_path, log=lambda s: None)
     assert result.steps == 2 and len(result.history) == 2
     for m in result.history:
         assert m["lag/max"] == 0 and m["samples"] == 8
@@ -52,6 +59,17 @@ def test_sync_mode_trains_at_lag_zero_with_exact_zero_mismatch(model_path, tmp_p
     assert counts["consumed"] == 4 and counts["pushed"] == 4 and counts["lost"] == 0
     assert (tmp_path / "reward_curve.png").stat().st_size > 0
     assert list((tmp_path / "tb").iterdir())
+    assert (tmp_path / "weights" / "LATEST").read_text() == "2"  # what the engines loaded
+    assert [p.name for p in (tmp_path / "episodes").iterdir()] == ["step_2"]
+    episodes = load_run(tmp_path / "episodes")
+    assert len(episodes) == 3 and {t.task_id for t in episodes} == {"null/echo"}
+    for traj in episodes:
+        assert traj.status in ("success", "failure") and traj.total_reward in (0.0, 1.0)
+        (turn,) = traj.steps
+        assert len(turn.response_token_ids) == 1 and turn.policy_version == 1
+        assert turn.text == tokenizer.decode(turn.response_token_ids)  # the sampled token, as the model wrote it
+        assert "<|image_pad|>x" in turn.extra["prompt"] and turn.screen_size[0] > 0
+        assert (tmp_path / "episodes" / "step_2" / traj.id / turn.screenshot).stat().st_size > 0
 
 
 def test_async_resume_keeps_step_count_and_accounting(model_path, tmp_path):
@@ -73,6 +91,16 @@ def test_async_resume_keeps_step_count_and_accounting(model_path, tmp_path):
         assert m["mismatch/sequences"] == m["samples"] and m["mismatch/max_abs"] == 0.0
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    # run again: it is finished, says so and returns at once (it used to hang after "resumed ... at step 4")
+    logs.clear()
+    again = train(cfg, tmp_path, log=logs.append)
+    assert again.finished and again.steps == 4 and again.seconds == 0.0 and not again.history
+    assert len(logs) == 1 and "is finished" in logs[0] and "step 4 of train.steps 4" in logs[0], logs
+    further = train(cfg.model_copy(update={"train": cfg.train.model_copy(update={"steps": 5})}), tmp_path,
+                    log=logs.append)  # --steps 5: continues past the last step
+    assert not further.finished and further.resumed_from == 4 and further.steps == 5
+    assert [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()] == [
+        1, 2, 3, 4, 5]
 
 
 def test_dead_worker_is_restarted_and_its_episodes_counted_lost(model_path, tmp_path):

@@ -54,3 +54,67 @@ def test_a_run_resumed_at_its_last_logged_step_moves_nothing(tmp_path):
     assert logger.rolled_back == 0
     assert not (tmp_path / "metrics.rolled_back.jsonl").exists()
     assert [r["step"] for r in _rows(tmp_path / "metrics.jsonl")] == list(range(1, 11))
+
+
+def test_progress_line_shows_elapsed_time_and_eta(tmp_path):
+    from mintgym.trainer.runlog import clock
+
+    logger = RunLogger(tmp_path, ["web"])
+    line = logger.progress(3, 10, {"reward/mean": 0.5, "reward/web": 0.5}, elapsed=125.0, eta=7 * 41.6)
+    logger.close()
+    assert line.startswith("step 3/10 [2m05s elapsed, ETA 4m51s] reward 0.500 [web=0.50]"), line
+    assert [clock(s) for s in (0.4, 59.6, 3600 * 2 + 61, float("nan"))] == ["0s", "1m00s", "2h01m", "?"]
+
+
+def _wandb_history(run_file):
+    """The logged rows of an offline W&B run file: a LevelDB-style log (32 KiB blocks of CRC-framed chunks)
+    of ``Record`` protobufs after a 7-byte ``:W&B`` header."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2
+
+    data, pos, chunk, rows = run_file.read_bytes(), 7, b"", []
+    assert data.startswith(b":W&B")
+    while pos + 7 <= len(data):
+        if 32768 - pos % 32768 < 7:  # a block's tail too short for a chunk header is padding
+            pos += 32768 - pos % 32768
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + 7])
+        if kind == 0:
+            break
+        chunk += data[pos + 7:pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # a full record, or the last chunk of one
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(chunk)
+            chunk = b""
+            if record.WhichOneof("record_type") == "history":
+                rows.append({"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item})
+    return rows
+
+
+def test_wandb_offline_run_holds_the_metrics_and_a_resume_continues_it(tmp_path, monkeypatch):
+    pytest = __import__("pytest")
+    pytest.importorskip("wandb")
+    from mintgym.trainer.config import WandbConfig
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
+    cfg = WandbConfig(enabled=True, project="mintgym-test")
+    for steps in ([1, 2], [3]):  # a run, then its resume
+        logger = RunLogger(tmp_path, ["web"], start_step=steps[0] - 1, wandb=cfg, config={"train": {"lr": 0.5}})
+        for step in steps:
+            logger.write(step, {"reward/mean": 0.25 * step, "loss": -float(step), "reward/web": float("nan")})
+        logger.close()
+    runs = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 2
+    run_id = (tmp_path / "wandb_run_id").read_text()
+    assert all(r.name.endswith(run_id) for r in runs)  # the resume logged into the same W&B run
+    deadline = time.monotonic() + 30
+    while True:  # wandb's service process writes the run file a moment after finish() returns
+        rows = [row for r in runs for row in _wandb_history(next(r.glob("run-*.wandb")))]
+        if len(rows) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert [(r["_step"], r["reward/mean"], r["loss"]) for r in rows] == [(1, 0.25, -1), (2, 0.5, -2), (3, 0.75, -3)]
