@@ -277,8 +277,10 @@ def ensure_venv(browsergym_version: str) -> Path:
 
 
 def last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("WARNING: Location")]
-    return lines[-1] if lines else "(no output)"
+    """What a failed command said last: its last ERROR line (pip), else its last line (a traceback's exception)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR")]
+    return (errors or lines or ["(no output)"])[-1]
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -305,15 +307,17 @@ def run_browsergym(python: Path, config: dict) -> dict:
             result = Path(tmp) / "result.json"
             cmd = [str(python), str(Path(__file__).resolve()), "--browsergym-worker", json.dumps(config),
                    "--worker-out", str(result)]
-            # its own process group, so that a worker past the time limit goes with its browsers
+            # its own process group, so that a worker stopped early goes with its browsers
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp,
                                     env={**os.environ, "MINIWOB_URL": url, "PYTHONPATH": ""}, start_new_session=True)
             try:
                 _, stderr = proc.communicate(timeout=WORKER_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
+            except BaseException as err:  # past the time limit, or this process interrupted
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
-                raise BenchmarkError(f"the BrowserGym side took over {WORKER_TIMEOUT_S} s and was stopped") from None
+                if isinstance(err, subprocess.TimeoutExpired):
+                    raise BenchmarkError(f"the BrowserGym side took over {WORKER_TIMEOUT_S} s and was stopped") from None
+                raise
             if proc.returncode != 0 or not result.exists():
                 raise BenchmarkError(f"the BrowserGym side failed (exit {proc.returncode}): {last_line(stderr)}")
             return json.loads(result.read_text())
