@@ -618,16 +618,15 @@ async def _flight_frame(env):
     return frame
 
 
-async def _frame_click(frame, selector: str, index: int = 0):
-    """A click at the centre of the ``index``-th element matching ``selector`` in the flight site's frame."""
-    box = await frame.evaluate(_NTH_CENTER_JS, [selector, index])
-    if box is None:
-        raise LookupError(f"oracle: nothing visible matches {selector!r} in the flight site")
-    return Click(x=round(box[0]), y=round(box[1]))
+async def _frame_click(env, frame, selector: str, index: int = 0):
+    """Click the ``index``-th element matching ``selector`` in the flight site's frame (scrolled into view)."""
+    async for a in _click_found(env, _NTH_CENTER_JS, [selector, index], frame):
+        yield a
 
 
-async def _frame_fill(frame, selector: str, text: str):
-    yield await _frame_click(frame, selector)
+async def _frame_fill(env, frame, selector: str, text: str):
+    async for a in _frame_click(env, frame, selector):
+        yield a
     yield Key(keys=("ctrl", "a"))
     yield Type(text=text)
 
@@ -637,36 +636,57 @@ async def _flight_aa(env, query):
     request = await env.page.evaluate("() => core.currentQuestion.request")
     frame = await _flight_frame(env)
     for name in ("segments[0].origin", "segments[0].destination"):
-        async for a in _frame_fill(frame, f'[name="{name}"]', request[name]):
+        async for a in _frame_fill(env, frame, f'[name="{name}"]', request[name]):
             yield a
         yield Key(keys=("escape",))
     for name in ("segments[0].travelDate", "segments[1].travelDate"):
         # The date fields are read-only: each opens a year of months, where the day is clicked.
         month, day, year = (int(v) for v in request[name].split("/"))
-        yield await _frame_click(frame, f'[name="{name}"]')
+        async for a in _frame_click(env, frame, f'[name="{name}"]'):
+            yield a
         async for a in _click_found(env, _DAY_CELL_JS, [year, month, day], frame):
             yield a
-    yield await _frame_click(frame, '.miniwob-main-form [type="submit"]')
+    async for a in _frame_click(env, frame, '.miniwob-main-form [type="submit"]'):
+        yield a
 
 
-@solver("flight.Alaska")
+@solver("flight.Alaska", "flight.Alaska-auto")
 async def _flight_alaska(env, query):
+    """Both sites share one form; the -auto task also asks for one-way trips, more passengers and first class."""
     request = await env.page.evaluate("() => core.currentQuestion.request")
     frame = await _flight_frame(env)
+    if request.get("SearchFields.SearchType") == "OneWay":
+        async for a in _frame_click(env, frame, 'label[for="srh-isow"]'):
+            yield a
+        await frame.wait_for_function("() => !document.getElementById('return-date').getClientRects().length",
+                                      timeout=10_000)
     for name in ("SearchFields.DepartureCity", "SearchFields.ArrivalCity"):
-        async for a in _frame_fill(frame, f'input[type="text"][name="{name}"]', request[name]):
+        async for a in _frame_fill(env, frame, f'input[type="text"][name="{name}"]', request[name]):
             yield a
         yield Key(keys=("escape",))
     for name in ("SearchFields.DepartureDate", "SearchFields.ReturnDate"):
-        async for a in _alaska_date(frame, f'input[type="text"][name="{name}"]', request[name]):
+        if name in request:
+            async for a in _alaska_date(env, frame, f'input[type="text"][name="{name}"]', request[name]):
+                yield a
+    for _ in range(int(request.get("SearchFields.NumberOfTravelers", "1")) - 1):
+        async for a in _frame_click(env, frame, ".tnum-button", 1):  # the "+" next to the count
             yield a
-    yield await _frame_click(frame, '.miniwob-main-form [type="submit"]')
+    if request.get("SearchFields.CabinType", "Coach") != "Coach":
+        async for a in _frame_click(env, frame, "#moreoptionsdiv .drop-head"):
+            yield a
+        await frame.wait_for_function("() => document.querySelector('label[for=\"cabin-first\"]').getClientRects().length",
+                                      timeout=10_000)
+        async for a in _frame_click(env, frame, 'label[for="cabin-first"]'):
+            yield a
+    async for a in _frame_click(env, frame, '.miniwob-main-form [type="submit"]'):
+        yield a
 
 
-async def _alaska_date(frame, field: str, value: str):
+async def _alaska_date(env, frame, field: str, value: str):
     """Alaska's date fields open a one-month calendar: page to the month with its arrows, click the day, Done."""
     month, day, year = (int(v) for v in value.split("/"))
-    yield await _frame_click(frame, field)
+    async for a in _frame_click(env, frame, field):
+        yield a
     await frame.wait_for_function("() => { const m = document.getElementById('cal-modal-window'); return m && m.getClientRects().length; }",
                                   timeout=10_000)
     for _ in range(24):
@@ -675,9 +695,12 @@ async def _alaska_date(frame, field: str, value: str):
         gap = (year - int(shown_year)) * 12 + month - (list(calendar.month_name).index(name))
         if gap == 0:
             break
-        yield await _frame_click(frame, "#next-month a" if gap > 0 else "#prev-month a")
+        async for a in _frame_click(env, frame, "#next-month a" if gap > 0 else "#prev-month a"):
+            yield a
         await frame.wait_for_function("(was) => document.querySelector('#cal .current-month').textContent.trim() !== was",
                                       arg=shown, timeout=10_000)
     cells = await frame.evaluate("() => [...document.querySelectorAll('#cal a.cal-day')].map((a) => a.textContent.trim())")
-    yield await _frame_click(frame, "#cal a.cal-day", cells.index(str(day)))
-    yield await _frame_click(frame, "#btnDone")
+    async for a in _frame_click(env, frame, "#cal a.cal-day", cells.index(str(day))):
+        yield a
+    async for a in _frame_click(env, frame, "#btnDone"):
+        yield a
