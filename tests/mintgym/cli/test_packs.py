@@ -119,14 +119,12 @@ def test_a_pack_that_cannot_be_forwarded_says_why(monkeypatch):
         assert "lambda" in why and "module-level function" in why
         assert "cannot be forwarded" in registration.forwarding_problem("null/lambda-echo")
         assert registration.forwarding_problem("null/echo") is None
-        import mintgym  # through a local server: it answers the lambda's task with the pack and why
+        import mintgym  # refused before a server starts, with the pack and why
 
-        client = mintgym.make("null/lambda-echo")
-        try:
-            with pytest.raises(Exception, match="could not be forwarded: .*test-forward-lambda: .*lambda"):
-                client.reset(seed=0)
-        finally:
-            client.close()
+        with pytest.raises(registration.RegistrationError, match="cannot run 'null/lambda-echo' on the 'local' "
+                                                                 "backend: task pack 'test-forward-lambda' cannot be "
+                                                                 "forwarded .*lambda"):
+            mintgym.make("null/lambda-echo")
         # what the server started with that environment answers for the lambda's task
         monkeypatch.setenv(registration.UNFORWARDED_ENV, env[registration.UNFORWARDED_ENV])
         with pytest.raises(KeyError, match="could not be forwarded: .*test-forward-lambda: .*lambda"):
@@ -171,3 +169,41 @@ def test_a_function_registered_at_run_time_reaches_a_local_server(tmp_path, monk
         registration._pack_refs.pop("test-runtime-pack", None)
         registration._runtime_packs.discard("test-runtime-pack")
         registration._all().pop("mine/echo", None)
+
+
+TASK_FILE = """
+# a researcher's task file, outside the repository
+tasks:
+  - id: pytool/mine/answer-v1
+    domain: pytool
+    instruction: What is six times seven?
+    max_steps: 3
+    scorer: {type: number, value: 42}
+    oracle:
+      - {type: done, answer: "42"}
+  - id: pytool/mine/unsolved-v1
+    domain: pytool
+    instruction: What is six times eight?
+    scorer: {type: number, value: 48}
+"""
+
+
+def test_a_task_file_runs_and_checks_through_the_default_backend(tmp_path):
+    (tmp_path / "tasks.yaml").write_text(TASK_FILE)
+    proc = outside.mintgym("rollout", "--packs", "tasks.yaml", "--task", "mine/answer-v1", "--agent", "scripted",
+                           "--out", str(tmp_path / "run"), path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "mine/answer-v1 seed=0: success reward=1.000" in proc.stdout
+    checked = outside.mintgym("check", "tasks.yaml", path=tmp_path)
+    rows = {line.split()[0]: line for line in checked.stdout.splitlines() if line.startswith("pytool/mine/")}
+    assert rows["pytool/mine/answer-v1"].split() == ["pytool/mine/answer-v1", "ok", "ok", "ok", "n/a"]
+    assert "no oracle" in rows["pytool/mine/unsolved-v1"] and "the task ships no oracle" in rows["pytool/mine/unsolved-v1"]
+    assert checked.returncode == 1 and "2 tasks: 1 pass, 1 fail" in checked.stdout
+
+
+def test_a_bad_task_file_is_one_line(tmp_path):
+    (tmp_path / "tasks.yaml").write_text(TASK_FILE.replace("type: number, value: 42", "type: numbr, value: 42"))
+    for args in (["check", "tasks.yaml"], ["rollout", "--packs", "tasks.yaml", "--task", "mine/answer-v1"]):
+        proc = outside.mintgym(*args, path=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "tasks.yaml: task 'pytool/mine/answer-v1': field 'scorer': Input tag 'numbr'" in proc.stderr
