@@ -33,7 +33,7 @@ def write_episode(run: Path, traj_id: str, status: str, *, task: str = "web/mini
                       error="the page crashed" if status == "error" else None)
     writer = TrajectoryWriter(run, traj)
     for i in range(steps):
-        shot = writer.frame(np.full((size[1], size[0], 3), 30 * i, dtype=np.uint8))
+        shot = writer.frame(np.full((size[1], size[0], 3), 30 * i % 256, dtype=np.uint8))
         action = {"type": "python", "code": code} if code else {"type": "click", "x": 150, "y": 5, "button": "left",
                                                                  "clicks": 1}
         writer.step(StepRecord(index=i, frame_id=f"ep-{i}", screenshot=shot, screen_size=size, action=action,

@@ -3,6 +3,7 @@ loopback, and the scripted agent), its pages served by ``mintgym view --serve``,
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import shutil
@@ -14,6 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mintgym.agents.scripted import ScriptedAgent
+from mintgym.rollout.runner import EpisodeJob, run_jobs
+from mintgym.runtime.make import provider
 from mintgym.testing import serve_asgi
 
 pytestmark = pytest.mark.web
@@ -40,15 +44,23 @@ def mintgym(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    """One run: a failed VLM episode (its prompts recorded) and a successful scripted one."""
+    """One run on one pytool server: a failed VLM episode played by `mintgym rollout` (its prompts recorded)
+    and a successful scripted one."""
     out = tmp_path_factory.mktemp("inspector") / "run"
-    with serve_asgi(_model_server()) as url:
-        httpx.post(f"{url}/control/inspect", json=ANSWERS).raise_for_status()
-        vlm = mintgym("rollout", "--task", "pytool/bar-chart-0", "--agent", "vlm", "--model-url",
-                      f"{url}/script-inspect/v1", "--out", str(out))
-    assert "0/1 succeeded, 0 errored" in vlm.stdout, vlm.stdout + vlm.stderr
-    scripted = mintgym("rollout", "--task", "pytool/bar-chart-1", "--agent", "scripted", "--out", str(out))
-    assert "1/1 succeeded" in scripted.stdout, scripted.stdout + scripted.stderr
+    prov = provider("local")
+    handle = prov.start("pytool")
+    try:
+        prov.wait_ready(handle, 120)
+        with serve_asgi(_model_server()) as url:
+            httpx.post(f"{url}/control/inspect", json=ANSWERS).raise_for_status()
+            vlm = mintgym("rollout", "--task", "pytool/bar-chart-0", "--agent", "vlm", "--model-url",
+                          f"{url}/script-inspect/v1", "--base-url", handle.base_url, "--out", str(out))
+        assert "0/1 succeeded, 0 errored" in vlm.stdout, vlm.stdout + vlm.stderr
+        [scripted] = asyncio.run(run_jobs(handle.base_url, [EpisodeJob("pytool/bar-chart-1", 0, "scripted-0")],
+                                          ScriptedAgent, run_dir=out))
+        assert scripted.status == "success", scripted.error
+    finally:
+        prov.stop(handle)
     return out
 
 
