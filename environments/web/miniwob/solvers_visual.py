@@ -10,10 +10,9 @@ import math
 import re
 
 import numpy as np
-
-from mintgym.action_spaces import Click, Drag, Key, Move, Type
+from mintgym.action_spaces import Click, Drag, Move
 from mintgym.environments.web import ui
-from mintgym.environments.web.miniwob.oracles import MAX_REWARD, STEP_LIMITS, solver
+from mintgym.environments.web.miniwob.oracles import MAX_REWARD, STEP_LIMITS, UNSOLVABLE, solver
 
 # A JS function (as source) giving a whole viewport pixel where ``el`` itself (or a descendant) is hit:
 # the centre of its box when nothing covers it there, else the first uncovered point of a ring search.
@@ -59,6 +58,10 @@ async def _click_where(env, selector: str, where: str = "true"):
     yield Click(x=x, y=y)
 
 
+def _quoted(query: str) -> list[str]:
+    return re.findall(r'"([^"]*)"', query)
+
+
 async def _js(env, source: str, arg=None):
     return await env.page.evaluate(source, arg)
 
@@ -81,7 +84,7 @@ async def _settled(env, source: str, interval_s: float = 0.05, timeout_s: float 
 
 # Each rendered grid item as MiniWoB's shapes.js describes it: type (letter/digit/shape), text (the
 # character or shape name), colour, size (large/small from its rendered size) and a clickable pixel.
-_GRID_ITEMS_JS = """(sel) => { %s
+_GRID_ITEMS_JS = """(sel) => { POINT_OF
   const out = [];
   for (const el of document.querySelectorAll(sel + ' > *')) {
     let type = 'shape', text, big;
@@ -94,7 +97,7 @@ _GRID_ITEMS_JS = """(sel) => { %s
     else continue;
     out.push({type, text, color: el.getAttribute('fill'), size: big ? 'large' : 'small', point: pointOf(el)});
   }
-  return out; }""" % _POINT_OF
+  return out; }""".replace("POINT_OF", _POINT_OF)
 
 _SIZES = ("large", "small")
 _COLORS = ("red", "green", "blue", "aqua", "black", "magenta", "yellow")
@@ -157,7 +160,7 @@ async def _click_shades(env, query):
 async def _find_greatest(env, query):
     cards = await _points(env, "#cardholder .card", "true")
     values = await _js(env, "() => [...document.querySelectorAll('#cardholder .card-value')].map(e => +e.textContent)")
-    x, y, index = max(cards, key=lambda c: values[c[2]])
+    x, y, _ = max(cards, key=lambda c: values[c[2]])
     yield Click(x=x, y=y)
     async for a in ui.click(env, "#submit", wait=False):
         yield a
@@ -215,10 +218,11 @@ def _best_pixel(score, xs: range, ys: range) -> tuple[int, int, float]:
 
 
 async def _svg_geometry(env, selector: str) -> dict:
-    """The svg's viewport box and the centres (svg units) of the circles matching ``selector`` inside it."""
+    """The svg's clickable viewport box (above the Submit button, which overlaps its foot, and inside the
+    viewport) and the centres (svg units) of the circles matching ``selector`` inside it."""
     return await _js(env, """(sel) => { const svg = document.querySelector('svg');
-        const r = svg.getBoundingClientRect();
-        return {box: [r.left, r.top, r.right, r.bottom],
+        const r = svg.getBoundingClientRect(), button = document.getElementById('subbtn').getBoundingClientRect();
+        return {box: [r.left, r.top, r.right, Math.min(r.bottom, button.top, window.innerHeight)],
                 circles: [...svg.querySelectorAll(sel)].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')])}; }""",
                      selector)
 
@@ -243,8 +247,8 @@ async def _circle_center(env, query):
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
 
-MAX_REWARD["circle-center"] = (0.97, "the score falls linearly with the click's distance from a point half a pixel "
-                                     "off the pixel grid (0.71 px at best, radius >= 25 px): 1 - 0.71/25 = 0.972")
+MAX_REWARD["circle-center"] = (0.97, ("the score falls linearly with the click's distance from a point half a pixel "
+                                      "off the pixel grid (0.71 px at best, radius >= 25 px): 1 - 0.71/25 = 0.972"))
 
 
 @solver("find-midpoint")
@@ -257,8 +261,8 @@ async def _find_midpoint(env, query):
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
 
-MAX_REWARD["find-midpoint"] = (0.97, "the score is 1 - distance/30 from the exact midpoint, which lies on a half "
-                                     "pixel when the points' coordinates differ by an odd number (0.71 px: 0.976)")
+MAX_REWARD["find-midpoint"] = (0.97, ("the score is 1 - distance/30 from the exact midpoint, which lies on a half "
+                                      "pixel when the points' coordinates differ by an odd number (0.71 px: 0.976)"))
 
 
 def _angle(ax, ay, bx, by, vx, vy):
@@ -285,8 +289,8 @@ async def _bisect_angle(env, query):
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
 
-MAX_REWARD["bisect-angle"] = (0.95, "the score falls with the angle between the click's ray and the exact bisector; "
-                                    "the best whole pixel in the svg misses it by a small fraction of a degree")
+MAX_REWARD["bisect-angle"] = (0.99, ("the score falls with the angle between the click's ray and the exact bisector; "
+                                     "the best whole pixel in the svg misses it by a small fraction of a degree"))
 
 
 # ---- drags ----------------------------------------------------------------------------------------------
@@ -478,7 +482,7 @@ async def _visual_addition(env, query):
 
 @solver("number-checkboxes")
 async def _number_checkboxes(env, query):
-    digit = int(_quoted_digit(query))
+    digit = int(_quoted(query)[0])
     pattern = await _js(env, "(d) => PATTERNS[d]", digit)  # the page's own drawing of each digit
     for row, cells in enumerate(pattern, 1):
         for column, on in enumerate(cells, 1):
@@ -487,10 +491,6 @@ async def _number_checkboxes(env, query):
                     yield a
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
-
-
-def _quoted_digit(query: str) -> str:
-    return re.search(r'"(\d)"', query).group(1)
 
 
 @solver("right-angle")
@@ -509,8 +509,8 @@ async def _right_angle(env, query):
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
 
-MAX_REWARD["right-angle"] = (0.99, "the score is (90 - |90 - angle|)/90: the best whole pixel in the svg makes an "
-                                   "angle within a small fraction of a degree of 90")
+MAX_REWARD["right-angle"] = (0.99, ("the score is (90 - |90 - angle|)/90: the best whole pixel in the svg makes an "
+                                    "angle within a small fraction of a degree of 90"))
 
 
 @solver("simon-says")
@@ -562,6 +562,7 @@ async def _draw_line(env, query):
 @solver("draw-circle")
 async def _draw_circle(env, query):
     cx, cy, (left, top, right, bottom) = await _marked_dot(env)
+    bottom = min(bottom, env.screen_size[1])
     # A Drag is one straight stroke, so the oracle draws the flattest arc it can: a 24 x 24 px stroke
     # tangent to a circle round the dot, far enough out that its samples' distances from the dot vary by
     # less than the page's 2 px standard deviation (its test of roundness), and its box is >= 20 x 20 px.
@@ -596,9 +597,6 @@ async def _click_pie(env, query):
     async for a in _click_where(env, f"#divWheel {titles}", f"el.textContent === {label!r}"):
         yield a
 
-
-def _quoted(query: str) -> list[str]:
-    return re.findall(r'"([^"]*)"', query)
 
 
 # count-sides draws a regular polygon (3-7 sides, radius 35) round the canvas centre and keeps the count in
@@ -673,8 +671,8 @@ async def _chase_circle(env, query):
             await asyncio.sleep(0.05)
 
 STEP_LIMITS["chase-circle"] = 40
-MAX_REWARD["chase-circle"] = (0.95, "the page counts the time before the pointer first enters the circle (the "
-                                    "oracle's first move, some 100 ms in) as time outside it")
+MAX_REWARD["chase-circle"] = (0.95, ("the page counts the time before the pointer first enters the circle (the "
+                                     "oracle's first move, some 100 ms in) as time outside it"))
 
 
 # ---- searching by feedback ------------------------------------------------------------------------------
@@ -867,3 +865,7 @@ async def _drag_cube(env, query):
     yield Click(x=bx, y=by)
 
 STEP_LIMITS["drag-cube"] = 40
+
+UNSOLVABLE["hover-shape"] = ("the page never ends an episode with a reward: its score emitter's call to "
+                             "core.continuousReward is commented out, so every episode times out with -1 "
+                             "(tried: an oracle hovering the highlighted square throughout still timed out)")
