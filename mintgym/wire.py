@@ -50,6 +50,8 @@ class SessionCreated(Strict):
 class ResetRequest(Strict):
     task_id: str | None = None
     seed: int | None = None
+    #: At most this many steps in this episode (a limit below the task's own); reaching it truncates.
+    max_steps: int | None = Field(None, ge=1)
     frame: FrameOptions = Field(default_factory=FrameOptions)
 
 
@@ -58,6 +60,9 @@ class StepRequest(Strict):
     action: dict[str, Any] | None = None
     #: Raw model text, parsed on the server with the one shared parser.
     action_text: str | None = Field(None, max_length=100_000)
+    #: The agent could not express an action, and why: the step counts with this as ``info["error"]`` and
+    #: nothing is executed (an agent that parses its own output sends this, never its raw text).
+    agent_error: str | None = Field(None, max_length=10_000)
     #: "reject": an invalid typed action is a 422 and no step; "count": it is a step with info["error"].
     invalid: Literal["reject", "count"] = "reject"
     frame: FrameOptions = Field(default_factory=FrameOptions)

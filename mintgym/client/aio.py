@@ -97,15 +97,21 @@ class AsyncSession:
     action_set: str
     closed: bool = False
 
-    async def reset(self, task_id: str | None = None, seed: int | None = None) -> tuple[Observation, dict]:
+    async def reset(self, task_id: str | None = None, seed: int | None = None,
+                    max_steps: int | None = None) -> tuple[Observation, dict]:
         resp = await self.client.request("POST", f"/v1/sessions/{self.session_id}/reset",
-                                         protocol.reset_body(task_id, seed, self.client.encoding))
+                                         protocol.reset_body(task_id, seed, self.client.encoding, max_steps))
         obs, meta = protocol.decode_frame(resp)
         return obs, dict(meta.info, frame_id=obs.frame_id)
 
-    async def step(self, action: str | ActionModel | dict) -> StepResult:
-        resp = await self.client.request("POST", f"/v1/sessions/{self.session_id}/step",
-                                         protocol.step_body(action, self.client.encoding))
+    async def step(self, action: str | ActionModel | dict | None, *, agent_error: str | None = None) -> StepResult:
+        """One step: a typed action, raw model text (parsed on the server), or ``action=None`` with the
+        agent's ``agent_error`` (a counted step that executes nothing)."""
+        if action is None:
+            body = protocol.agent_error_body(agent_error or "", self.client.encoding)
+        else:
+            body = protocol.step_body(action, self.client.encoding)
+        resp = await self.client.request("POST", f"/v1/sessions/{self.session_id}/step", body)
         obs, meta = protocol.decode_frame(resp)
         return StepResult(obs, meta.reward, meta.terminated, meta.truncated, dict(meta.info, frame_id=obs.frame_id))
 

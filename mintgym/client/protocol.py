@@ -25,8 +25,16 @@ def step_body(action: ActionModel | dict | str, encoding: str, invalid: str = "c
     return {"action": action, "invalid": invalid, "frame": frame}
 
 
-def reset_body(task_id: str | None, seed: int | None, encoding: str) -> dict[str, Any]:
-    return {"task_id": task_id, "seed": seed, "frame": {"encoding": encoding}}
+def reset_body(task_id: str | None, seed: int | None, encoding: str, max_steps: int | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"task_id": task_id, "seed": seed, "frame": {"encoding": encoding}}
+    if max_steps is not None:
+        body["max_steps"] = max_steps
+    return body
+
+
+def agent_error_body(reason: str, encoding: str) -> dict[str, Any]:
+    """A step the agent could not express: counted with ``reason`` as its error, nothing executed."""
+    return {"agent_error": reason or "the agent gave no action", "frame": {"encoding": encoding}}
 
 
 def raise_for_error(resp) -> None:

@@ -68,6 +68,8 @@ class Episode:
         self.side_channels = frozenset(side_channels)
         env.requested_channels = self.side_channels
         self.task: Task | None = None
+        #: This episode's step limit: the task's, or the lower cap given at reset.
+        self.max_steps = 0
         self.instruction = ""
         self.step_count = 0
         self.ended = False
@@ -78,13 +80,17 @@ class Episode:
         self._oracle: AsyncIterator[ActionModel] | None = None
         self._zoom: tuple[int, int, int, int] | None = None
 
-    async def reset(self, task: Task, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+    async def reset(self, task: Task, seed: int | None = None,
+                    max_steps: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        """Start ``task``; ``max_steps`` caps this episode below the task's own limit (reaching the cap
+        truncates, like the task's limit)."""
         reason = task.unavailable()
         if reason:
             raise TaskUnavailable(f"task {task.id!r} cannot run here: {reason}")
         if self.task is not None:
             await self.task.teardown(self.env)
         self.task = task
+        self.max_steps = min(task.max_steps, max_steps) if max_steps else task.max_steps
         self.step_count = 0
         self.ended = False
         self.last_reward = 0.0
@@ -100,7 +106,7 @@ class Episode:
         self.instruction = instruction if instruction is not None else task.instruction
         obs = await self.observe()
         return obs, {"task_id": task.id, "episode_id": self.episode_id, "seed": seed,
-                     "max_steps": task.max_steps}
+                     "max_steps": self.max_steps}
 
     async def observe(self, last_error: str | None = None) -> Observation:
         shot = await self.env.screenshot()
@@ -153,7 +159,7 @@ class Episode:
         except AgentFault as fault:
             return await self._end_by_fault(str(fault) or type(fault).__name__, info, started)
         terminated = terminated or await self.task.finished(self.env)
-        truncated = not terminated and self.step_count >= self.task.max_steps
+        truncated = not terminated and self.step_count >= self.max_steps
         reward = 0.0
         if terminated or truncated:
             reward = float(await self.task.evaluate(self.env))

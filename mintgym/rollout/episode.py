@@ -103,8 +103,9 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
         decision = await _ask(agent, agent.act(obs))
         t_agent = time.perf_counter() - t0
         frame = writer.frame(obs.screenshot) if writer is not None else ""
-        payload = decision.action if decision.action is not None else decision.text
-        result = await session.step(payload)
+        # The agent's typed action crosses the wire once; an action it could not express is an explicit
+        # invalid step with its reason (its raw text is never parsed again, in another frame).
+        result = await session.step(decision.action, agent_error=decision.error or "the agent gave no action")
         record = StepRecord(
             index=len(traj.steps), frame_id=obs.frame_id, screenshot=frame, screen_size=obs.screen_size,
             action=decision.action.to_json() if decision.action is not None else None, text=decision.text,

@@ -52,6 +52,7 @@ class WorkerSpec:
     engine_options: dict[str, Any] = field(default_factory=dict)
     agent: str = "answer"
     agent_options: dict[str, Any] = field(default_factory=dict)
+    #: Model turns per episode: the env session truncates the episode there (gymnasium semantics).
     max_turns: int | None = None
     group_size: int = 8
     groups_in_flight: int = 2
@@ -100,26 +101,6 @@ def _images_of(messages: list[dict[str, Any]]) -> list[np.ndarray]:
     return images
 
 
-class TurnLimit:
-    """Ends the episode with ``done()`` after ``max_turns`` model turns (that step is not trained on)."""
-
-    def __init__(self, agent: Agent, max_turns: int):
-        self.agent, self.max_turns, self.turns = agent, max_turns, 0
-        self.name = agent.name
-
-    async def start(self, context: AgentContext) -> None:
-        self.turns = 0
-        await self.agent.start(context)
-
-    async def act(self, observation: Observation) -> AgentStep:
-        from mintgym.action_spaces import Done
-
-        if self.turns >= self.max_turns:
-            return AgentStep(Done(success=False), text="done()", extra={"turn_limit": True})
-        self.turns += 1
-        return await self.agent.act(observation)
-
-
 class SimulatedLatency:
     """Waits a lognormal time before each action, standing in for a slow environment step (benchmarks)."""
 
@@ -161,7 +142,7 @@ def make_episode_agent(spec: WorkerSpec, engine: InferenceEngine, rng: random.Ra
         raise ValueError(f"unknown rollout agent {spec.agent!r} (answer, vlm)")
     if spec.simulated_step_seconds:
         agent = SimulatedLatency(agent, *spec.simulated_step_seconds, rng or random.Random())
-    return TurnLimit(agent, spec.max_turns) if spec.max_turns else agent
+    return agent
 
 
 class RolloutWorker:
@@ -205,7 +186,8 @@ class RolloutWorker:
         for domain, urls in self.spec.env_urls.items():
             client = AsyncEnvClient(urls[self.spec.worker_id % len(urls)], encoding="raw")
             self.clients.append(client)
-            self.pools[domain] = await EnvPool(client, size, env_options=self.spec.session_options.get(domain)).start()
+            self.pools[domain] = await EnvPool(client, size, env_options=self.spec.session_options.get(domain),
+                                              max_steps=self.spec.max_turns).start()
         await self.buffer.register_worker.remote(self.spec.worker_id)
         await self.refresh_weights()
         self._ready = True

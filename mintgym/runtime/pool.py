@@ -24,13 +24,15 @@ class PreparedEpisode:
 
 class EnvPool:
     def __init__(self, client: AsyncEnvClient, size: int, side_channels: tuple[str, ...] = (),
-                 env_options: dict | None = None):
+                 env_options: dict | None = None, max_steps: int | None = None):
         if size < 1:
             raise ValueError(f"an EnvPool needs at least one session, got size={size}")
         self.client = client
         self.size = size
         self.side_channels = side_channels
         self.env_options = env_options or {}
+        #: A step cap for every episode of the pool (below each task's own limit; reaching it truncates).
+        self.max_steps = max_steps
         self._idle: asyncio.Queue[AsyncSession] = asyncio.Queue()
         self._prepared: dict[tuple, list[asyncio.Task]] = {}
         self.replaced = 0
@@ -55,7 +57,7 @@ class EnvPool:
 
     async def _reset(self, session: AsyncSession, task_id, seed) -> PreparedEpisode:
         try:
-            obs, info = await session.reset(task_id, seed)
+            obs, info = await session.reset(task_id, seed, self.max_steps)
         except BaseException:
             await self.checkin(session, failed=True)
             raise

@@ -287,7 +287,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         session = session_of(session_id)
         try:
             task = resolve_task(req.task_id, domain, session.episode.task)
-            obs, info = await manager.reset(session, task, req.seed)
+            obs, info = await manager.reset(session, task, req.seed, req.max_steps)
         except (RegistrationError, LookupError) as err:
             raise ApiError(404, "unknown_task", str(err), session_id) from None
         except TaskUnavailable as err:
@@ -298,12 +298,15 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     @app.post(f"/{API_VERSION}/sessions/{{session_id}}/step", dependencies=auth)
     async def step(session_id: str, req: StepRequest):
         session = session_of(session_id)
-        if (req.action is None) == (req.action_text is None):
-            raise ApiError(422, "bad_request", "give exactly one of 'action' (a JSON action) or 'action_text'", session_id)
+        if sum(x is not None for x in (req.action, req.action_text, req.agent_error)) != 1:
+            raise ApiError(422, "bad_request", "give exactly one of 'action' (a JSON action), 'action_text' or "
+                           "'agent_error'", session_id)
         env = session.episode.env
         action: Any = None
         parse_error = None
-        if req.action_text is not None:
+        if req.agent_error is not None:
+            parse_error = req.agent_error
+        elif req.action_text is not None:
             try:
                 action = env.action_set.parse(req.action_text, screen_size=env.screen_size)
             except InvalidAction as err:

@@ -150,8 +150,8 @@ class SessionManager:
         return True
 
     # ---- episode operations ----------------------------------------------------------------------
-    async def reset(self, session: Session, task: Task, seed: int | None):
-        result = await self.run(session, lambda: session.episode.reset(task, seed), f"reset of {task.id}")
+    async def reset(self, session: Session, task: Task, seed: int | None, max_steps: int | None = None):
+        result = await self.run(session, lambda: session.episode.reset(task, seed, max_steps), f"reset of {task.id}")
         session.status = "running"
         return result
 
