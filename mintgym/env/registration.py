@@ -103,8 +103,10 @@ def register_host(domain: str, host: str | type[EnvironmentHost]) -> None:
 
 
 def register_tasks(pack: str, tasks: str | Callable[[], Iterable[Task]]) -> None:
-    """Register a task pack: a callable (or ``"module:function"``) returning tasks."""
+    """Register a task pack: a callable, ``"module:function"`` returning tasks, or a task file or folder."""
     global _tasks
+    if isinstance(tasks, str) and taskfiles.is_task_file_ref(tasks):
+        tasks = os.path.abspath(tasks)  # forwarded to servers that run elsewhere
     _discover()
     _pack_refs[pack] = tasks
     _runtime_packs.add(pack)

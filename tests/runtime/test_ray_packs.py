@@ -5,6 +5,9 @@ sharing its cluster); a pack that cannot be forwarded is refused before any serv
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -73,3 +76,33 @@ def test_a_pack_that_cannot_be_forwarded_is_refused_before_a_server_starts(monke
         registration._pack_refs.pop("test-ray-lambda")
         registration._runtime_packs.discard("test-ray-lambda")
         registration._tasks.pop("null/ray-lambda-echo", None)
+
+
+def test_a_module_pack_travels_as_its_package_source(tmp_path, monkeypatch):
+    """The entry-point route: a package whose tasks() loads a task file beside it, named by entry point."""
+    from mintgym.runtime.ray import pack_bundles, unpack_bundles
+
+    package = tmp_path / "src" / "eppack"
+    (package / "__pycache__").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__pycache__" / "tasks.cpython-311.pyc").write_bytes(b"stale")
+    (package / "tasks.py").write_text("from pathlib import Path\nfrom mintgym.env.taskfiles import load_tasks\n\n\n"
+                                      "def tasks():\n    return load_tasks(Path(__file__).with_name('t.json'))\n")
+    (package / "t.json").write_text(json.dumps({**TASK, "id": "pytool/eppack/q-v1", "image": None}))
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    monkeypatch.setitem(registration._pack_refs, "test-eppack", "eppack.tasks:tasks")  # as an entry point names it
+    forwards, _ = registration.pack_forwards(entry_points_too=True)
+    assert "test-eppack" not in {f.pack for f in registration.pack_forwards()[0]}  # not a run-time pack
+    mine = next(f for f in forwards if f.pack == "test-eppack")
+    assert mine.paths == (str(package),)
+    bundles, _ = pack_bundles([mine], {})
+    assert set(bundles[0]["files"]) == {"eppack/__init__.py", "eppack/tasks.py", "eppack/t.json"}
+    node = tmp_path / "node"
+    env = unpack_bundles(bundles, {}, str(node))
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(node / "0")
+    assert json.loads(env[registration.PACKS_ENV]) == {"test-eppack": "eppack.tasks:tasks"}
+    probe = ("from mintgym.env import registration; "
+             "print([t.id for t in registration.pack_tasks('test-eppack')])")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, **env}, capture_output=True, text=True,
+                         cwd=str(node), timeout=120)
+    assert out.stdout.strip() == "['pytool/eppack/q-v1']", out.stderr
