@@ -27,7 +27,8 @@ def view(runs: list[Path] = typer.Argument(..., help="run folders (eval, rollout
          serve: bool = typer.Option(False, "--serve", help="serve the pages on 127.0.0.1 until Ctrl-C"),
          port: int = typer.Option(8765, min=0, max=65535, help="the --serve port (0: any free one)")) -> None:
     """Write the trajectory inspector: a filterable index per run and a page per episode, step by step."""
-    from mintgym.trajectory.inspector import NotARun, serve as serve_pages, write_pages
+    from mintgym.trajectory.inspector import NotARun, write_pages
+    from mintgym.trajectory.inspector import serve as serve_pages
 
     try:
         entry, found = write_pages(runs, out)
@@ -46,7 +47,7 @@ def view(runs: list[Path] = typer.Argument(..., help="run folders (eval, rollout
     except OSError as err:
         raise fail(f"cannot serve on 127.0.0.1:{port}: {err.strerror or err}; pick another --port (0: any free one)",
                    1) from None
-    typer.echo(f"serving {url} (Ctrl-C to stop)", err=False)
+    typer.echo(f"serving {url} (Ctrl-C to stop)")
     try:
         while True:
             time.sleep(3600)

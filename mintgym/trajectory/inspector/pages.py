@@ -53,7 +53,8 @@ def _options(values: list[str], label: str) -> str:
 def _counts(episodes: list[Episode]) -> str:
     by_status = Counter(e.traj.status for e in episodes)
     parts = [f"<span><b>{len(episodes)}</b> episodes</span>"]
-    parts += [f"<span>{badge(s)} {n}</span>" for s, n in sorted(by_status.items(), key=lambda i: STATUS_ORDER.get(i[0], 9))]
+    ordered = sorted(by_status.items(), key=lambda item: STATUS_ORDER.get(item[0], 9))
+    parts += [f"<span>{badge(s)} {n}</span>" for s, n in ordered]
     domains: dict[str, list[int]] = {}
     for e in episodes:
         won_total = domains.setdefault(e.traj.domain or "?", [0, 0])
@@ -133,9 +134,12 @@ def _messages(step: StepRecord, previous: StepRecord | None, frames: dict[str, t
                 size = part.get("size") or ["?", "?"]
                 src, index = frames.get(part.get("frame_id") or "", ("", -1))
                 label = f"step {index}'s screenshot, shown at {size[0]}x{size[1]}"
-                parts.append(f'<span class="thumb"><a href="{_e(src)}"><img src="{_e(src)}" alt="{_e(label)}"></a>'
-                             f'<a href="#step-{index}">{_e(label)}</a></span>' if src else f'<span class="thumb">an image of {size[0]}x{size[1]} (frame '
-                                         f'{_e(str(part.get("frame_id")))} not recorded)</span>')
+                if src:
+                    parts.append(f'<span class="thumb"><a href="{_e(src)}"><img src="{_e(src)}" alt="{_e(label)}">'
+                                 f'</a><a href="#step-{index}">{_e(label)}</a></span>')
+                else:
+                    parts.append(f'<span class="thumb">an image of {size[0]}x{size[1]} (frame '
+                                 f'{_e(str(part.get("frame_id")))} not recorded)</span>')
             else:
                 parts.append(_pre(str(part.get("text", ""))))
         body = "".join(parts)
@@ -153,6 +157,8 @@ def _details(step: StepRecord) -> str:
         facts["prompt tokens"] = len(step.prompt_token_ids)
     if step.response_token_ids:
         facts["response tokens"] = len(step.response_token_ids)
+    if step.logprobs:
+        facts["mean logprob"] = round(sum(step.logprobs) / len(step.logprobs), 4)
     if step.zoom:
         facts["frame zoomed on"] = list(step.zoom)
     facts["frame id"] = step.frame_id
@@ -224,7 +230,8 @@ def render_episode(run: Run, number: int) -> str:
     if t.error:
         head += f'<p class="err">{_e(t.error)}</p>'
     if t.extra:
-        head += f"<details><summary>episode details</summary>{_pre(json.dumps(t.extra, indent=1, default=str))}</details>"
+        extra = _pre(json.dumps(t.extra, indent=1, default=str))
+        head += f"<details><summary>episode details</summary>{extra}</details>"
     steps = []
     for k, step in enumerate(t.steps):
         after = t.steps[k + 1].screenshot if k + 1 < total else t.final_screenshot

@@ -208,12 +208,13 @@ def test_a_text_only_training_turn_renders_without_frames(tmp_path):
                       status="failure", extra={"advantage": -0.5, "lag": 1})
     writer = TrajectoryWriter(tmp_path / "episodes" / "step_5", traj)
     writer.step(StepRecord(index=0, frame_id="turn-0", screenshot="", screen_size=(0, 0), action=None,
-                           text="done(answer='3')", response_token_ids=[5, 6], policy_version=4,
+                           text="done(answer='3')", response_token_ids=[5, 6], logprobs=[-0.5, -1.0], policy_version=4,
                            extra={"prompt": "count the shapes"}))
     writer.close()
     index, _ = write_pages([tmp_path / "episodes"])
     page = (tmp_path / "episodes" / "step_5" / "g-0" / "index.html").read_text()
     assert "no frame recorded" in page and "no later frame recorded" in page and "count the shapes" in page
     assert "&quot;advantage&quot;: -0.5" in page and "not recorded" in page  # episode details; no instruction
-    assert '"policy version": 4' in page.replace("&quot;", '"')
+    details = page.replace("&quot;", '"')
+    assert '"policy version": 4' in details and '"mean logprob": -0.75' in details
     assert "step_5/g-0/index.html" in index.read_text()
