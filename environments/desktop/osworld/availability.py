@@ -16,8 +16,6 @@ from mintgym.environments.desktop.osworld.tree_getters import TREE_GETTERS
 #: OSWorld getters MintGym leaves out, and why.
 UNAVAILABLE_GETTERS = {
     "googledrive_file": "needs your own Google account (OSWorld's settings.yml credentials)",
-    "vscode_config": "needs VS Code driven through its command palette (install `code` and run the task on "
-                     "OSWorld's VM image)",
 }
 from mintgym.environments.desktop.osworld.loader import OSWorldSpec, Step
 from mintgym.environments.desktop.osworld.metrics import METRICS, ROUTES

@@ -9,7 +9,7 @@ thread (they use Playwright's sync API) with :class:`VMView`, which answers what
 ``DesktopEnv``: the VM's address and ports (Chrome's DevTools, VLC's HTTP interface: the session's own
 loopback ports, bridged to the server's loopback), a cache folder, and the controller's tree, files and
 Python commands. So do ``content_from_vm_file``, ``info_from_website``, ``find_unpacked_extension_path``
-and ``vlc_playing_info`` (the session's ``vlc`` serves its HTTP interface on the session's port 8080 with
+``vscode_config`` (its key presses go through the session's pyautogui) and ``vlc_playing_info`` (the session's ``vlc`` serves its HTTP interface on the session's port 8080 with
 OSWorld's password).
 
 The session's ``google-chrome`` is Chromium, whose tree names its application ``Chromium``; OSWorld's code
@@ -69,9 +69,11 @@ class VMView:
         return None if self._env is None else self._env.read_bytes(path)
 
     def execute_python_command(self, code: str) -> dict:
+        """Run ``code`` with the session's python (its pyautogui acts through XTEST), behind the prefix
+        OSWorld's ``PythonController`` puts in front of every command."""
         if self._env is None or self._loop is None:
             raise RuntimeError("this view of the session runs no commands")
-        run = self._env.run(["python3", "-c", code], timeout=60)
+        run = self._env.run(["python", "-c", PYTHON_PREFIX.format(command=code)], timeout=90)
         result = asyncio.run_coroutine_threadsafe(run, self._loop).result()
         return {"status": "success", "output": result.stdout, "error": result.stderr, "returncode": result.returncode}
 
@@ -89,6 +91,8 @@ async def accessibility_tree(env: DesktopEnvironment, config: dict) -> str | Non
     return await tree_xml(env)
 
 
+#: What OSWorld's ``PythonController.execute_python_command`` runs before each command.
+PYTHON_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; {command}"
 #: Loopback ports inside the session that OSWorld's getters talk to, by the ``DesktopEnv`` attribute naming them.
 PORTS = {"chromium_port": 1337, "vlc_port": 8080}
 
@@ -142,4 +146,5 @@ GETTERS = {
     "find_unpacked_extension_path": _osworld("chrome", "find_unpacked_extension_path"),
     "content_from_vm_file": _osworld("file", "content_from_vm_file"),
     "vlc_playing_info": _osworld("vlc", "vlc_playing_info", ("vlc_port",)),
+    "vscode_config": _osworld("vscode", "vscode_config"),
 }

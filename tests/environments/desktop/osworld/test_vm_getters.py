@@ -58,3 +58,19 @@ async def test_vlc_playing_info_through_the_sessions_http_interface(env):
     assert score == 1.0
     assert metric("is_vlc_playing")(status, {"type": "file_name", "file_name": "Other.mp4"}) == 0.0
     await env.run("pkill vlc", shell=True)
+
+
+@pytest.mark.skipif(shutil.which("xterm") is None, reason="needs xterm")
+async def test_vscode_config_replays_its_keys_through_the_sessions_pyautogui(env):
+    """OSWorld's vscode_config presses ctrl+shift+p, types the command and Enter, then reads a file; a
+    terminal stands in for VS Code's command palette (VS Code is not in Debian)."""
+    await env.run("rm -f ~/Desktop/palette.txt", shell=True)
+    await env.launch(["mintgym-terminal"])
+    for _ in range(50):
+        if any("Terminal" in title for _, title in await env.windows()):
+            break
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(1.0)
+    path = await GETTERS["vscode_config"](env, {"vscode_extension_command": "echo typed > ~/Desktop/palette.txt",
+                                                "path": "/home/user/Desktop/palette.txt", "dest": "palette.txt"})
+    assert path is not None and open(path).read() == "typed\n"
