@@ -19,6 +19,7 @@ Launch with ``mintgym train --config examples/quickstart.yaml --out runs/q``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -145,6 +146,33 @@ def _finished_step(cfg: RunConfig, out: Path) -> int | None:
     return step if step is not None and step >= cfg.train.steps else None
 
 
+@contextlib.contextmanager
+def _ray_quiet(out: Path, quiet: bool):
+    """While Ray starts and creates actors, send what it prints (Python warnings such as the token-auth notice,
+    and its C++ core's log lines, written straight to file descriptor 2) to ``<out>/ray.log``, not the
+    console. ``log.ray: true`` (``--verbose``) leaves them on the console."""
+    if not quiet:
+        yield
+        return
+    import logging
+    import sys
+
+    ray_logger = logging.getLogger("ray")
+    level = ray_logger.level
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(out / "ray.log", "ab") as sink:
+        os.dup2(sink.fileno(), 2)
+        ray_logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            ray_logger.setLevel(level)
+
+
 class _Run:
     """The live parts of one run; ``close()`` stops all of them."""
 
@@ -161,8 +189,9 @@ class _Run:
         self.started: list[tuple[Provider, ServerHandle]] = []
         self._own_ray = not ray.is_initialized()
         if self._own_ray:  # Ray's own log lines (worker output, startup) reach the console with log.ray only
-            ray.init(address=cfg.ray_address, include_dashboard=False, log_to_driver=cfg.log.ray,
-                     configure_logging=cfg.log.ray, **({} if cfg.ray_address else {"num_cpus": 2}))
+            with _ray_quiet(out, not cfg.log.ray):
+                ray.init(address=cfg.ray_address, include_dashboard=False, log_to_driver=cfg.log.ray,
+                         configure_logging=cfg.log.ray, **({} if cfg.ray_address else {"num_cpus": 2}))
         try:
             self._start()
         except BaseException:
@@ -218,7 +247,8 @@ class _Run:
                               simulated_step_seconds=tuple(ro.simulated_step_seconds)
                               if ro.simulated_step_seconds else None,
                               seed=train.seed * 1000 + self.step)
-            self.workers.append(actor.remote(spec, self.buffer, self.weights))
+            with _ray_quiet(out, not cfg.log.ray):
+                self.workers.append(actor.remote(spec, self.buffer, self.weights))
         self.run_refs: dict[int, Any] = {}
         self.restarts = 0
         self.pending_syncs: list[tuple[int, float]] = []

@@ -74,3 +74,23 @@ def test_sample_episodes_take_the_first_of_every_group_first(tmp_path):
     (step,) = first.steps
     assert step.screen_size == (6, 4) and step.response_token_ids == [7] and step.logprobs == [-0.5]
     assert step.terminated and step.reward == 1.0 and step.policy_version == 2
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_ray_output_goes_to_the_run_log_unless_asked(tmp_path, capfd, caplog, quiet):
+    import logging
+    import os
+
+    from mintgym.trainer.train import _ray_quiet
+
+    with _ray_quiet(tmp_path, quiet):
+        os.write(2, b"[E core_worker.cc] from Ray's C++ core\n")
+        logging.getLogger("ray._private.authentication").warning("Token authentication is enabled")
+    os.write(2, b"ours, after\n")
+    console = capfd.readouterr().err
+    assert "ours, after" in console
+    assert ("core_worker.cc" in console) is not quiet
+    assert ("Token authentication" in caplog.text) is not quiet
+    if quiet:
+        assert "from Ray's C++ core" in (tmp_path / "ray.log").read_text()
+    assert logging.getLogger("ray").level == logging.NOTSET  # restored
