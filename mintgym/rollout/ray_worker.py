@@ -121,15 +121,14 @@ class SimulatedLatency:
 
 
 def make_episode_agent(spec: WorkerSpec, engine: InferenceEngine, rng: random.Random | None = None) -> Agent:
+    import importlib
+
     if spec.agent == "answer":
-        from mintgym.rollout.answer_agent import AnswerAgent
-
-        options = {"max_new_tokens": spec.max_new_tokens, "temperature": spec.temperature, **spec.agent_options}
-        agent: Agent = AnswerAgent(engine, **options)
-    elif spec.agent == "vlm":
-        import importlib
-
         # Wired by name so this layer never imports mintgym.agents at module level.
+        answer = importlib.import_module("mintgym.agents.answer")
+        options = {"max_new_tokens": spec.max_new_tokens, "temperature": spec.temperature, **spec.agent_options}
+        agent: Agent = answer.AnswerAgent(engine, **options)
+    elif spec.agent == "vlm":
         vlm = importlib.import_module("mintgym.agents.vlm")
         from mintgym.inference import SamplingParams
 

@@ -1,4 +1,4 @@
-"""Layer 4: a one-decision agent: the screenshot and task in, one sampled token out, as an answer or a click.
+"""A one-decision agent: the screenshot and task in, one sampled token out, as an answer or a click.
 
 Made for RL smoke runs with tiny models (the quickstart). The model never writes action syntax: it samples
 ``max_new_tokens`` tokens (one by default) and the first one is mapped onto the domain's options.
@@ -13,8 +13,8 @@ Made for RL smoke runs with tiny models (the quickstart). The model never writes
   it, the next step is ``done(success=False)`` without another model call, so the env's own reward of
   that one click is what gets trained on.
 
-Domains with neither are answered with the text as typed. It takes the engine it is given (no import of
-``mintgym.agents``); token ids, logprobs and the policy version go into the step like the VLM agent's.
+Domains with neither are answered with the text as typed. Token ids, logprobs, the policy version and the
+prompt as sent go into the step like the VLM agent's.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from mintgym.action_spaces import Click, Done
+from mintgym.agents.vlm import recorded_messages
 from mintgym.inference import GenerationRequest, InferenceEngine, SamplingParams
 from mintgym.policy import AgentContext, AgentStep
 from mintgym.types import Observation
@@ -106,10 +107,13 @@ class AnswerAgent:
     async def act(self, observation: Observation) -> AgentStep:
         if self.decided:  # one decision per episode: the click did not end it, so it ends unsolved
             return AgentStep(Done(success=False), text="done()", extra={"after_decision": True})
-        [gen] = await self.engine.agenerate([GenerationRequest(self.prompt(observation), self.sampling)])
+        messages = self.prompt(observation)
+        [gen] = await self.engine.agenerate([GenerationRequest(messages, self.sampling)])
         self.decided = True
+        image = messages[0]["content"][0]["image"]
         common = dict(text=gen.text, prompt_token_ids=gen.prompt_token_ids, response_token_ids=gen.response_token_ids,
-                      logprobs=gen.response_logprobs, policy_version=gen.policy_version)
+                      logprobs=gen.response_logprobs, policy_version=gen.policy_version,
+                      messages=recorded_messages(messages, [(image, observation.frame_id)]))
         if observation.domain in self.click_grid:
             cell, action = self.click(observation.domain, list(gen.response_token_ids or []), observation.screen_size)
             return AgentStep(action, **common, extra={"cell": cell})

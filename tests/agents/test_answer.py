@@ -5,7 +5,7 @@ import pytest
 
 from mintgym.action_spaces import Click, Done
 from mintgym.inference import Generation
-from mintgym.rollout.answer_agent import AnswerAgent, grid_point
+from mintgym.agents.answer import AnswerAgent, grid_point
 from mintgym.types import Observation
 
 
@@ -80,3 +80,5 @@ def test_one_decision_per_episode_then_done_without_a_model_call():
     assert isinstance(second.action, Done) and second.action.success is False and second.response_token_ids is None
     assert answer.action == Done(answer="0") and answer.extra["answer"] == "0"  # 27 mod 3
     assert engine.calls == 2
+    assert first.messages[0]["content"][0] == {"type": "image", "frame_id": "f0", "size": [112, 112]}
+    assert first.messages[0]["content"][1]["text"].endswith("Cell:")  # the prompt as sent, for the inspector
