@@ -31,6 +31,7 @@ def base_config(steps: int) -> dict:
 
     cfg = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
     cfg["train"].update({"steps": steps, "checkpoint_every": 0, "eval_groups": 0})
+    cfg["log"] = {"sample_episodes_every": 0}  # nothing but the loop in the timings
     return cfg
 
 

@@ -469,9 +469,6 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
             t_batch = time.monotonic()
             metrics = run.learner.step(batch)
             run.step += 1
-            every = cfg.log.sample_episodes_every
-            if every and run.step % every == 0:
-                _write_samples(run, batch)
             ray.get(run.buffer.set_trainer_version.remote(run.learner.version))
             if run.step % tc.sync_every == 0 or run.step == end:
                 run.publish()
@@ -487,6 +484,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
             metrics["workers/restarts"] = float(run.restarts)
             result.history.append(metrics)
             logger.write(run.step, metrics)
+            every = cfg.log.sample_episodes_every
+            if every and run.step % every == 0:  # after the step's timings: not counted in time/step
+                _write_samples(run, batch)
             per_step = (time.monotonic() - t_loop) / (run.step - first_step)
             log(logger.progress(run.step, end, metrics, elapsed=time.monotonic() - t_start,
                                 eta=per_step * (end - run.step)))
