@@ -198,23 +198,16 @@ def _import_root(ref: str) -> str | None:
 
 
 def forwarding_environment() -> dict[str, str]:
-    """Environment variables that make the packs added here available to a server started from here:
-    ``$MINTGYM_PACKS``, ``$MINTGYM_PACKS_UNFORWARDED`` (packs that cannot be, and why) and ``PYTHONPATH``."""
-    _discover()
-    refs: dict[str, str] = {}
-    unforwarded: dict[str, str] = {}
-    for pack in sorted(_runtime_packs & set(_pack_refs)):  # a pack may have been taken out again
-        ref, why = _importable_ref(_pack_refs[pack])
-        if ref is None:
-            unforwarded[pack] = why
-        else:
-            refs[pack] = ref
+    """Environment variables that make the packs added here available to a server started from here (on
+    this machine): ``$MINTGYM_PACKS``, ``$MINTGYM_PACKS_UNFORWARDED`` (packs that cannot be, and why) and
+    ``PYTHONPATH`` (the folders module packs were imported from)."""
+    forwards, unforwarded = pack_forwards()
     env: dict[str, str] = {}
-    if refs:
-        env[PACKS_ENV] = json.dumps(refs)
+    if forwards:
+        env[PACKS_ENV] = json.dumps({f.pack: f.ref for f in forwards})
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        for ref in refs.values():
-            root = _import_root(ref)
+        for forward in forwards:
+            root = _import_root(forward.ref)
             if root and root not in paths and "site-packages" not in root:
                 paths.append(root)
         if paths:

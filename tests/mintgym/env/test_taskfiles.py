@@ -204,3 +204,30 @@ def test_a_bad_task_file_pack_is_one_line(tmp_path):
     assert str(path) not in registration.packs()
     with pytest.raises(registration.RegistrationError, match="no such task file or folder"):
         registration.add_pack(str(tmp_path / "nope.yaml"))
+
+
+def test_pytool_sandbox_cannot_read_the_task_file(tmp_path, forget):
+    """What could the agent's code do to get reward 1 without the task? Read the expected value from the
+    task file or the server's state: the file lies outside what the sandbox binds, the value only in the
+    server. A guessed list of numbers does not pass the number rule."""
+    import mintgym
+
+    secret = 7919 * 7907
+    path = write(tmp_path, {"id": "pytool/t/secret-v1", "domain": "pytool", "instruction": "Guess the number.",
+                            "max_steps": 4, "scorer": {"type": "number", "value": secret}})
+    forget(registration.add_pack(str(path)))
+    env = mintgym.make("pytool/t/secret-v1", backend="inprocess", side_channels=("text",))
+    try:
+        env.reset(seed=0)
+        probe = (f"import os\nfound = []\nfor top in ('/tmp', '/home', {str(tmp_path)!r}):\n"
+                 f"    for root, _, files in os.walk(top):\n        for f in files:\n"
+                 f"            try:\n                data = open(os.path.join(root, f), 'rb').read(1 << 20)\n"
+                 f"            except OSError:\n                continue\n"
+                 f"            found += [f] if b'{secret}' in data else []\n"
+                 f"print('READABLE' if os.path.exists({str(path)!r}) else 'ABSENT', 'FOUND', found)")
+        obs, *_ = env.step({"type": "python", "code": probe})
+        assert "ABSENT FOUND []" in obs["text"], obs["text"]
+        _, reward, terminated, _, _ = env.step({"type": "done", "answer": " ".join(str(secret + d) for d in (-1, 0, 1))})
+        assert terminated and reward == 0.0
+    finally:
+        env.close()
