@@ -295,6 +295,8 @@ MAX_REWARD["bisect-angle"] = (0.99, ("the score falls with the angle between the
 
 # ---- drags ----------------------------------------------------------------------------------------------
 
+_DRAG_STEPS = 8  # the web environment's Drag moves the pointer in this many mousemove events
+
 async def _rect(env, selector: str) -> list[float]:
     """``[left, top, right, bottom]`` of ``selector``'s first element, in viewport pixels."""
     return await _js(env, """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
@@ -336,12 +338,69 @@ async def _drag_shape(env, query):
         yield a
 
 
+def _sortable_drop(cells: list[list[float]], floating: bool, source: int, start, end) -> int:
+    """Where jQuery UI's sortable (1.12, tolerance "intersect") leaves the ``source``-th item of a list laid
+    out in ``cells`` ([left, top, width, height] per place) after a Drag from ``start`` to ``end``.
+
+    Per pointer move it takes the item under the pointer and, when the pointer is on the half the move
+    heads to (for a floating list the horizontal direction decides), puts the placeholder before (moving
+    up/left) or after (down/right) it; items refill the cells in order round the placeholder."""
+    order = [i for i in range(len(cells)) if i != source]
+    order.insert(source, None)  # None is the placeholder
+    last = None
+    for k in range(1, _DRAG_STEPS + 1):
+        x = start[0] + (end[0] - start[0]) * k / _DRAG_STEPS
+        y = start[1] + (end[1] - start[1]) * k / _DRAG_STEPS
+        dx, dy = (0, 0) if last is None else (x - last[0], y - last[1])
+        last = (x, y)
+        horizontal = (dx > 0) - (dx < 0)
+        vertical = (dy > 0) - (dy < 0)
+        for place, item in enumerate(order):
+            left, top, width, height = cells[place]
+            if item is None or not (top <= y < top + height and left <= x < left + width):
+                continue
+            after = (horizontal > 0 or vertical > 0) if floating else vertical > 0
+            if not floating and vertical == 0:
+                break
+            hole = order.index(None)
+            if (after and hole == place + 1) or (not after and hole == place - 1):
+                continue
+            if floating and horizontal:
+                on_side = (x >= left + width / 2) == (horizontal > 0)
+            else:
+                on_side = vertical != 0 and (y >= top + height / 2) == (vertical > 0)
+            if not on_side:
+                break
+            order.remove(None)
+            place = order.index(item)
+            order.insert(place + 1 if after else place, None)
+            break
+    return order.index(None)
+
+
 async def _sortable_drag(env, source: int, target: int):
-    """Drag the ``source``-th item (0-based) of ``#sortable`` onto the place of the ``target``-th."""
+    """Drag the ``source``-th item (0-based) of ``#sortable`` so that it ends ``target``-th: the drop point
+    is the one nearest the target's centre for which the sortable's own rules (and those of the points
+    3 px round it) put it there."""
+    cells, floating = await _js(env, """() => { const items = [...document.querySelectorAll('#sortable li')];
+        return [items.map(li => { const r = li.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; }),
+                /left|right/.test(getComputedStyle(items[0]).float)]; }""")
     points = await _points(env, "#sortable li")
-    x1, y1 = points[source][:2]
-    x2, y2 = points[target][:2]
-    yield Drag(x1=x1, y1=y1, x2=x2 + (x2 > x1) - (x2 < x1), y2=y2 + 3 * ((y2 > y1) - (y2 < y1)))
+    start = points[source][:2]
+    left, top, width, height = cells[target]
+    goal = (left + width / 2, top + height / 2)
+    best = None
+    for x in range(int(min(c[0] for c in cells)), int(max(c[0] + c[2] for c in cells))):
+        for y in range(int(min(c[1] for c in cells)), int(max(c[1] + c[3] for c in cells))):
+            distance = math.dist((x, y), goal)
+            if best is not None and distance >= best[0]:
+                continue
+            if all(_sortable_drop(cells, floating, source, start, (x + ex, y + ey)) == target
+                   for ex, ey in ((0, 0), (3, 0), (-3, 0), (0, 3), (0, -3))):
+                best = (distance, x, y)
+    if best is None:
+        raise LookupError(f"oracle: no drop point moves item {source + 1} to place {target + 1}")
+    yield Drag(x1=start[0], y1=start[1], x2=best[1], y2=best[2])
 
 
 _ORDINAL = {"top": 1, "bottom": 5}
@@ -532,9 +591,6 @@ async def _simon_says(env, query):
 
 
 # ---- drawing: MintGym's Drag presses, moves in 8 equal steps and releases --------------------------------
-
-_DRAG_STEPS = 8  # the web environment's Drag moves the pointer in this many mousemove events
-
 
 async def _marked_dot(env) -> tuple[float, float, list[float]]:
     """The marked dot's centre in viewport pixels and the svg's viewport box."""
