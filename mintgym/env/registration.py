@@ -349,9 +349,9 @@ def reload_pack(pack: str) -> None:
     _discover()
     if pack not in _pack_refs:
         raise RegistrationError(f"unknown task pack {pack!r}; packs: {', '.join(sorted(_pack_refs))}")
-    prefix = f"{pack}/"
-    for task_id in [t for t in _tasks if t.startswith(prefix)]:
-        del _tasks[task_id]
+    for task_id in [t for t, p in _task_pack.items() if p == pack]:  # its tasks, whatever their ids
+        _tasks.pop(task_id, None)
+        del _task_pack[task_id]
     _loaded_packs.discard(pack)
     _load_pack(pack)
 

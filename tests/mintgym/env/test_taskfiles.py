@@ -231,3 +231,15 @@ def test_pytool_sandbox_cannot_read_the_task_file(tmp_path, forget):
         assert terminated and reward == 0.0
     finally:
         env.close()
+
+
+def test_reloading_a_task_file_pack_reads_the_file_again(tmp_path, forget):
+    path = write(tmp_path, [WEB])
+    name = registration.add_pack(str(path))
+    forget(name)
+    write(tmp_path, [{**WEB, "id": "web/t/form-v2", "instruction": "Fill it again."}])
+    registration.reload_pack(name)
+    assert [t.id for t in registration.pack_tasks(name)] == ["web/t/form-v2"]
+    assert registration.task("web/t/form").instruction == "Fill it again."
+    with pytest.raises(registration.RegistrationError, match="unknown task id 'web/t/form-v1'"):
+        registration.task("web/t/form-v1")
