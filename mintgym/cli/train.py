@@ -21,7 +21,7 @@ SHORTCUTS = {"steps": "train.steps", "mode": "train.mode", "seed": "train.seed",
 def register(app: typer.Typer) -> None:
     @app.command("train")
     def train_command(
-        overrides: list[str] = typer.Argument(None, metavar="[KEY=VALUE]...",
+        overrides: list[str] = typer.Argument(None, metavar="KEY=VALUE",
                                               help="config overrides: train.lr=3e-4 rollout.group_size=8"),
         config: Path = typer.Option(..., "--config", help="run config YAML (examples/quickstart.yaml)"),
         out: Path = typer.Option(..., "--out", help="run folder: logs, TensorBoard, checkpoints, reward curve"),

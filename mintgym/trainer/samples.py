@@ -4,7 +4,7 @@ Every ``log.sample_episodes_every`` steps the loop hands the batch it just train
 :func:`write_sample_episodes`, which writes up to ``log.sample_episodes`` of its episodes (the first of each
 group, then the second ...) with :class:`mintgym.trajectory.store.TrajectoryWriter` under
 ``<out>/episodes/step_<k>/``. Each model turn is one step: the last image of its prompt as the screenshot,
-the decoded prompt and response, the exact token ids and sampler logprobs, the weights version; the
+the decoded prompt (as ``messages``, per chat turn) and response, the exact token ids and sampler logprobs, the weights version; the
 episode carries the reward, its group-relative advantage and the lag it was trained at.
 """
 
@@ -24,6 +24,10 @@ from mintgym.trajectory.types import StepRecord, Trajectory
 
 #: A run of image placeholder tokens in a decoded prompt, shown as one marker with its count.
 _IMAGE_RUN = re.compile(r"(<\|image_pad\|>)+")
+#: One chat-template turn of a decoded prompt (Qwen's ``<|im_start|>role ... <|im_end|>``).
+_CHAT_TURN = re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>\n?|$)", re.S)
+#: An image in a decoded prompt: its placeholder run, with the vision markers around it.
+_IMAGE = re.compile(r"(?:<\|vision_start\|>)?(?:<\|image_pad\|>)+(?:<\|vision_end\|>)?")
 
 _STATUSES = ("success", "failure", "error", "timeout")
 
@@ -32,11 +36,31 @@ def episodes_dir(out: str | Path, step: int) -> Path:
     return Path(out) / "episodes" / f"step_{step}"
 
 
-def _decode(tokenizer: Any, ids: list[int]) -> str:
-    if tokenizer is None:
-        return ""
-    text = tokenizer.decode(ids, skip_special_tokens=False)
-    return _IMAGE_RUN.sub(lambda m: f"<|image_pad|>x{len(m.group(0)) // len('<|image_pad|>')}", text)
+def _count_pads(match: re.Match) -> str:
+    return f"<|image_pad|>x{len(match.group(0)) // len('<|image_pad|>')}"
+
+
+def prompt_messages(text: str, frame_id: str, size: tuple[int, int], images: int) -> list[dict[str, Any]]:
+    """A decoded prompt as step ``messages`` (see :class:`mintgym.trajectory.types.StepRecord`): one message per
+    chat-template turn (the whole text as one ``prompt`` message for a model without Qwen's markers); the
+    last image is this step's screenshot, earlier ones (not stored) are named in the text."""
+    turns = _CHAT_TURN.findall(text) or [("prompt", text)]
+    seen, messages = 0, []
+    for role, body in turns:
+        content: list[dict[str, Any]] = []
+        pos = 0
+        for match in _IMAGE.finditer(body):
+            if body[pos:match.start()]:
+                content.append({"type": "text", "text": body[pos:match.start()]})
+            seen += 1
+            content.append({"type": "image", "frame_id": frame_id, "size": list(size)} if seen == images else
+                           {"type": "text", "text": f"[image {seen} of {images}, not stored]"})
+            pos = match.end()
+        if body[pos:]:
+            content.append({"type": "text", "text": body[pos:]})
+        if content:  # not the empty assistant turn the generation prompt opens
+            messages.append({"role": role, "content": content})
+    return messages
 
 
 def _picked(batch: Batch, n: int) -> list[tuple[Group, int, Sample]]:
@@ -72,14 +96,20 @@ def write_sample_episodes(out: str | Path, step: int, batch: Batch, *, n: int, t
             if images:
                 shot = writer.frame(images[-1])
                 size = (int(images[-1].shape[1]), int(images[-1].shape[0]))
+            prompt = turn_text = ""
+            if tokenizer is not None:
+                prompt = tokenizer.decode(turn.prompt_token_ids, skip_special_tokens=False)
+                turn_text = tokenizer.decode(turn.response_token_ids, skip_special_tokens=False)
             writer.step(StepRecord(index=t, frame_id=f"turn-{t}", screenshot=shot, screen_size=size, action=None,
-                                   text=_decode(tokenizer, turn.response_token_ids),
+                                   text=turn_text,
                                    prompt_token_ids=list(turn.prompt_token_ids),
                                    response_token_ids=list(turn.response_token_ids), logprobs=list(turn.logprobs),
                                    policy_version=turn.policy_version,
                                    reward=sample.reward if t == len(sample.turns) - 1 else 0.0,
                                    terminated=t == len(sample.turns) - 1,
-                                   extra={"prompt": _decode(tokenizer, turn.prompt_token_ids),
+                                   messages=prompt_messages(prompt, f"turn-{t}", size, len(turn.images))
+                                   if prompt else None,
+                                   extra={"prompt": _IMAGE_RUN.sub(_count_pads, prompt),
                                           "images": len(turn.images), "temperature": turn.temperature}))
         traj.total_reward, traj.status, traj.ended = sample.reward, status, time.time()
         written.append(writer.close())

@@ -69,6 +69,8 @@ def test_sync_mode_trains_at_lag_zero_with_exact_zero_mismatch(model_path, tmp_p
         assert len(turn.response_token_ids) == 1 and turn.policy_version == 1
         assert turn.text == tokenizer.decode(turn.response_token_ids)  # the sampled token, as the model wrote it
         assert "<|image_pad|>x" in turn.extra["prompt"] and turn.screen_size[0] > 0
+        shown = [part for m in turn.messages for part in m["content"] if part["type"] == "image"]
+        assert shown == [{"type": "image", "frame_id": turn.frame_id, "size": list(turn.screen_size)}]
         assert (tmp_path / "episodes" / "step_2" / traj.id / turn.screenshot).stat().st_size > 0
 
 

@@ -94,3 +94,19 @@ def test_ray_output_goes_to_the_run_log_unless_asked(tmp_path, capfd, caplog, qu
     if quiet:
         assert "from Ray's C++ core" in (tmp_path / "ray.log").read_text()
     assert logging.getLogger("ray").level == logging.NOTSET  # restored
+
+
+def test_a_decoded_prompt_becomes_the_messages_the_inspector_shows():
+    from mintgym.trainer.samples import prompt_messages
+
+    pad = "<|vision_start|>" + "<|image_pad|>" * 3 + "<|vision_end|>"
+    text = (f"<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n{pad}Before{pad}Now: count<|im_end|>\n"
+            "<|im_start|>assistant\n")
+    assert prompt_messages(text, "turn-1", (60, 40), images=2) == [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": [{"type": "text", "text": "[image 1 of 2, not stored]"},
+                                     {"type": "text", "text": "Before"},
+                                     {"type": "image", "frame_id": "turn-1", "size": [60, 40]},
+                                     {"type": "text", "text": "Now: count"}]}]
+    assert prompt_messages("plain prompt", "turn-0", (0, 0), images=0) == [
+        {"role": "prompt", "content": [{"type": "text", "text": "plain prompt"}]}]
