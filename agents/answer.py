@@ -13,7 +13,8 @@ Made for RL smoke runs with tiny models (the quickstart). The model never writes
   it, the next step is ``done(success=False)`` without another model call, so the env's own reward of
   that one click is what gets trained on.
 
-Domains with neither are answered with the text as typed. Token ids, logprobs, the policy version and the
+``blind=True`` shows the model a black image instead of the screenshot: the ablation that tells a policy
+that reads the pixels from one that learnt a fixed answer. Domains with neither are answered with the text as typed. Token ids, logprobs, the policy version and the
 prompt as sent go into the step like the VLM agent's.
 """
 
@@ -46,7 +47,8 @@ class AnswerAgent:
 
     def __init__(self, engine: InferenceEngine, *, choices: dict[str, list[str]] | None = None,
                  click_grid: dict[str, list[int]] | None = None, max_new_tokens: int = 1,
-                 temperature: float = 1.0, image_size: tuple[int, int] = (112, 112), pick: str = "digit"):
+                 temperature: float = 1.0, image_size: tuple[int, int] = (112, 112), pick: str = "digit",
+                 blind: bool = False):
         if pick not in ("digit", "modulo"):
             raise ValueError(f"pick must be 'digit' or 'modulo', got {pick!r}")
         self.pick = pick
@@ -64,6 +66,8 @@ class AnswerAgent:
             self.click_grid[domain] = (int(grid[0]), int(grid[1]))
         self.sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature)
         self.image_size = tuple(image_size)
+        #: Show the model a black image instead of the screenshot (the ablation of a policy that cannot see).
+        self.blind = bool(blind)
         self.context: AgentContext | None = None
         self.decided = False
 
@@ -83,7 +87,10 @@ class AnswerAgent:
             text += f"Click one cell of a {grid[0]}x{grid[1]} grid over the screen, row by row.\nCell:"
         else:
             text += "The answer is"
-        image = np.asarray(Image.fromarray(observation.screenshot).resize(self.image_size, Image.BILINEAR))
+        if self.blind:
+            image = np.zeros((self.image_size[1], self.image_size[0], 3), dtype=np.uint8)
+        else:
+            image = np.asarray(Image.fromarray(observation.screenshot).resize(self.image_size, Image.BILINEAR))
         return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
 
     def answer(self, text: str, domain: str, token_ids: list[int] | None = None) -> str:

@@ -82,3 +82,13 @@ def test_one_decision_per_episode_then_done_without_a_model_call():
     assert engine.calls == 2
     assert first.messages[0]["content"][0] == {"type": "image", "frame_id": "f0", "size": [112, 112]}
     assert first.messages[0]["content"][1]["text"].endswith("Cell:")  # the prompt as sent, for the inspector
+
+
+def test_a_blind_agent_sees_black_whatever_the_screen():
+    screen = _obs("web")
+    screen.screenshot[:] = 200
+    agent = AnswerAgent(_NoEngine(), click_grid={"web": [2, 3]}, blind=True)
+    shown = agent.prompt(screen)[0]["content"][0]["image"]
+    assert shown.shape == (112, 112, 3) and not shown.any()
+    seeing = AnswerAgent(_NoEngine(), click_grid={"web": [2, 3]}).prompt(screen)[0]["content"][0]["image"]
+    assert (seeing == 200).all()
