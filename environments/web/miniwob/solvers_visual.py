@@ -649,10 +649,14 @@ async def _click_pie(env, query):
     # The menu opens with an animation (click-pie) or at once (-nodelay): wait until the slices stop moving.
     await _settled(env, """() => [...document.querySelectorAll('#divWheel [id^=wheelnav-divWheel-slice-]')]
                              .map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width]; })""")
-    titles = "[id^=wheelnav-divWheel-title-]"
-    async for a in _click_where(env, f"#divWheel {titles}", f"el.textContent === {label!r}"):
+    # Click the item's slice off its label (hovering an item redraws its label, so a press on the label
+    # may land on the bare svg). Known limit: the item the wheel starts with selected (slice 0) cannot be
+    # clicked in Chromium at all: hovering it re-appends its nodes on every mouseover (wheelnav's
+    # selectedToFront), so each press and release goes to the svg; seeds that ask for it are lost.
+    index = await _js(env, """(label) => [...document.querySelectorAll('#divWheel [id^=wheelnav-divWheel-title-]')]
+                                  .find(e => e.textContent === label).id.split('-').pop()""", label)
+    async for a in _click_where(env, f"#wheelnav-divWheel-slice-{index}"):
         yield a
-
 
 
 # count-sides draws a regular polygon (3-7 sides, radius 35) round the canvas centre and keeps the count in
