@@ -243,3 +243,13 @@ def test_reloading_a_task_file_pack_reads_the_file_again(tmp_path, forget):
     assert registration.task("web/t/form").instruction == "Fill it again."
     with pytest.raises(registration.RegistrationError, match="unknown task id 'web/t/form-v1'"):
         registration.task("web/t/form-v1")
+
+
+def test_a_folder_is_one_pack_and_a_name_may_be_given(forget):
+    name = registration.add_pack(f"examples={EXAMPLES}")
+    forget(name)
+    assert name == "examples" and len(registration.pack_tasks("examples")) == 5
+    assert registration.task("examples/sign-up").id == "web/examples/sign-up-v1"  # short and unversioned
+    forwards, _ = registration.pack_forwards()
+    mine = next(f for f in forwards if f.pack == "examples")
+    assert mine.ref == str(EXAMPLES) and str(EXAMPLES / "signup.html") in mine.paths
