@@ -14,7 +14,8 @@ from mintgym.environments.web import ui
 from mintgym.environments.web.miniwob.oracles import SOLVERS, STEP_LIMITS, solver
 
 # Wraps a finder ``(arg) => Element | null`` so that it returns a point of the element's visible box: its centre,
-# or when something else lies on top there (overlapping buttons), the first point of a grid over it that hits it.
+# or when something else lies on top there (overlapping buttons), the first point of a grid over it that hits it;
+# the third item says whether that point hits it at all (false: off screen or clipped by a scrolled box).
 _CENTER_JS = """([finder, arg]) => {
   const el = eval(finder)(arg);
   if (!el) return null;
@@ -22,18 +23,23 @@ _CENTER_JS = """([finder, arg]) => {
   if (r.width <= 0 || r.height <= 0) return null;
   const hits = (x, y) => { const top = document.elementFromPoint(x, y); return top !== null && el.contains(top); };
   const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
-  if (hits(cx, cy)) return [cx, cy];
+  if (hits(cx, cy)) return [cx, cy, true];
   for (let i = 1; i < 8; i++) for (let j = 1; j < 8; j++) {
     const x = r.left + r.width * i / 8, y = r.top + r.height * j / 8;
-    if (hits(x, y)) return [x, y];
+    if (hits(x, y)) return [x, y, true];
   }
-  return [cx, cy];
+  return [cx, cy, false];
 }"""
 
 
 async def _center_of(env, finder: str, arg=None) -> tuple[int, int] | None:
+    point = await _point_of(env, finder, arg)
+    return None if point is None else point[:2]
+
+
+async def _point_of(env, finder: str, arg=None) -> tuple[int, int, bool] | None:
     point = await env.page.evaluate(_CENTER_JS, [finder, arg])
-    return None if point is None else (int(point[0]), int(point[1]))
+    return None if point is None else (int(point[0]), int(point[1]), point[2])
 
 
 async def _click_el(env, finder: str, arg=None, clicks: int = 1, hover: bool = False):
@@ -42,13 +48,13 @@ async def _click_el(env, finder: str, arg=None, clicks: int = 1, hover: bool = F
     ``hover``: move the pointer onto it first and wait until it is under the pointer again (a ``:hover`` style
     that swaps an icon's image re-lays it out, and a press and release on different elements is no click)."""
     width, height = env.screen_size
-    point, tries = await _center_of(env, finder, arg), 0
-    while point is not None and not (0 <= point[0] < width and 0 <= point[1] < height):
+    point, tries = await _point_of(env, finder, arg), 0
+    while point is not None and not point[2]:  # off screen, or below the fold of a scrolled box
         if tries == 8:
             raise LookupError(f"oracle: could not scroll {finder[:80]!r} ({arg!r}) into view")
         yield Scroll(x=width // 2, y=height // 2, dx=0, dy=point[1] - height // 2)
         await asyncio.sleep(0.1)
-        point, tries = await _center_of(env, finder, arg), tries + 1
+        point, tries = await _point_of(env, finder, arg), tries + 1
     if point is None:
         raise LookupError(f"oracle: no visible element for {finder[:80]!r} ({arg!r})")
     if hover:
