@@ -79,10 +79,11 @@ def write_sample_episodes(out: str | Path, step: int, batch: Batch, *, n: int, t
     """Write up to ``n`` episodes of ``batch`` (trained at ``step``); returns their directories."""
     folder = episodes_dir(out, step)
     written = []
-    for group, index, sample in _picked(batch, n):
+    for k, (group, index, sample) in enumerate(_picked(batch, n)):
         adv = compute_advantages(group.rewards, advantage, scale=scale)[index]
         status = sample.status if sample.status in _STATUSES else "failure"
-        traj = Trajectory(id=f"{group.group_id[:12]}-{index}", task_id=sample.task_id, domain=sample.domain,
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", group.group_id)  # one folder: task ids hold slashes
+        traj = Trajectory(id=f"{k:02d}-{name}-{index}", task_id=sample.task_id, domain=sample.domain,
                           instruction="", agent=agent, seed=sample.seed, group_id=group.group_id,
                           started=time.time(),
                           extra={"trained_at_step": step, "advantage": float(adv),

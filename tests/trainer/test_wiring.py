@@ -64,9 +64,11 @@ def test_sample_episodes_take_the_first_of_every_group_first(tmp_path):
     from mintgym.trainer.samples import write_sample_episodes
     from mintgym.trajectory.store import load_trajectory
 
-    batch = Batch([_group("aaaa", [1.0, 0.0]), _group("bbbb", [0.0, 0.0, 1.0])], trainer_version=3)
-    dirs = write_sample_episodes(tmp_path, 5, batch, n=3)
-    assert [d.name for d in dirs] == ["aaaa-0", "bbbb-0", "aaaa-1"]
+    batch = Batch([_group("null/echo-3-aaaa", [1.0, 0.0]), _group("null/echo-3-bbbb", [0.0, 0.0, 1.0]),
+                   _group("null/echo-3-aaaa", [0.0, 1.0])], trainer_version=3)  # a task id's slash; a same id
+    dirs = write_sample_episodes(tmp_path, 5, batch, n=4)
+    assert [d.name for d in dirs] == ["00-null_echo-3-aaaa-0", "01-null_echo-3-bbbb-0", "02-null_echo-3-aaaa-0",
+                                      "03-null_echo-3-aaaa-1"]
     assert all(d.parent == tmp_path / "episodes" / "step_5" for d in dirs)
     first = load_trajectory(dirs[0])
     assert first.status == "success" and first.total_reward == 1.0 and first.extra["lag"] == 1
