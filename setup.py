@@ -1,7 +1,7 @@
 """Maps the top-level folders onto one distribution: mintgym, mintgym.action_spaces, mintgym.environments,
 mintgym.agents and mintgym.evals (DESIGN.md section 1). Everything else is in pyproject.toml."""
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 ROOTS = {
     "mintgym": "mintgym",
@@ -14,6 +14,9 @@ ROOTS = {
 packages: list[str] = []
 for name, folder in ROOTS.items():
     packages.append(name)
-    packages.extend(f"{name}.{sub}" for sub in find_packages(folder))
+    # Namespace discovery: a folder of plain scripts without __init__.py (environments/desktop/shim, copied
+    # into desktop sessions) is still a package to setuptools, so it is listed rather than warned about.
+    subs = find_namespace_packages(folder, exclude=["__pycache__", "*.__pycache__"])
+    packages.extend(f"{name}.{sub}" for sub in subs)
 
 setup(packages=packages, package_dir=ROOTS)
