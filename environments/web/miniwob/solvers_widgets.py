@@ -13,24 +13,7 @@ from mintgym.action_spaces import Click, Drag, Key, Move, Scroll, Type
 from mintgym.environments.web import ui
 from mintgym.environments.web.miniwob.oracles import solver
 
-# The centre of the first element matching a selector among those whose own (trimmed) text is ``text``;
-# ``within`` limits the search to the descendants of the first visible match of another selector.
-_CENTER_OF_TEXT_JS = """([within, sel, text]) => {
-  const roots = within ? [...document.querySelectorAll(within)].filter((e) => e.getClientRects().length) : [document];
-  for (const root of roots.slice(0, 1)) for (const el of root.querySelectorAll(sel)) {
-    if (el.textContent.trim() !== text) continue;
-    const r = el.getBoundingClientRect();
-    if (r.width > 0 && r.height > 0) return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];
-  }
-  return null;
-}"""
-
-
-async def _point_of_text(env, sel: str, text: str, within: str | None = None) -> tuple[int, int]:
-    point = await env.page.evaluate(_CENTER_OF_TEXT_JS, [within, sel, text])
-    if point is None:
-        raise LookupError(f"oracle: no visible {sel!r} reads {text!r} on {env.page.url}")
-    return point[0], point[1]
+_ORDINAL = {"1st": 1, "2nd": 2, "3rd": 3}
 
 
 def _arrows(key: str, count: int, held: tuple[str, ...] = ()):
@@ -91,47 +74,71 @@ async def _click_scroll_list(env, query):
         yield a
 
 
-async def _hover_then_click(env, path: list[tuple[str, str | None]]):
-    """Hover each menu entry of ``path`` but the last (opening its sub-menu), then click the last.
+# The menu entries (``li > div``) from the top of a jQuery UI menu down to the one reading ``leaf``, each as its
+# text; null when no entry reads so.
+_MENU_PATH_JS = """(leaf) => {
+  const entry = [...document.querySelectorAll('#area li > div')].find((d) => d.textContent.trim() === leaf);
+  if (!entry) return null;
+  const path = [];
+  for (let li = entry.parentElement; li && li.closest('#area'); li = li.parentElement.closest('li'))
+    path.unshift(li.querySelector(':scope > div').textContent.trim());
+  return path;
+}"""
 
-    ``path`` holds (text, selector of the menu to look in); a hovered entry's sub-menu must show before the next.
-    """
-    for i, (text, within) in enumerate(path):
-        x, y = await _point_of_text(env, "li > div", text, within)
+# The centre of the visible menu entry reading ``text``, or null.
+_MENU_ENTRY_JS = """(text) => {
+  for (const d of document.querySelectorAll('#area li > div')) {
+    const r = d.getBoundingClientRect();
+    if (d.textContent.trim() === text && r.width > 0) return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];
+  }
+  return null;
+}"""
+
+# True once the sub-menu of the entry reading ``text`` shows and has stopped animating.
+_SUBMENU_OPEN_JS = """(text) => [...document.querySelectorAll('#area li > div')].some((d) => {
+  const sub = d.textContent.trim() === text && d.parentElement.querySelector(':scope > ul');
+  return sub && sub.getClientRects().length && !$(sub).is(':animated');
+})"""
+
+
+async def _menu_pick(env, leaf: str):
+    """Hover each menu entry above ``leaf`` (each opens its sub-menu), then click ``leaf``."""
+    path = await env.page.evaluate(_MENU_PATH_JS, leaf)
+    if path is None:
+        raise LookupError(f"oracle: no menu entry reads {leaf!r}")
+    for i, text in enumerate(path):
+        point = await env.page.evaluate(_MENU_ENTRY_JS, text)
+        if point is None:
+            raise LookupError(f"oracle: the menu entry {text!r} does not show")
         if i == len(path) - 1:
-            yield Click(x=x, y=y)
+            yield Click(x=point[0], y=point[1])
         else:
-            yield Move(x=x, y=y)
-            await ui.wait_js(env, """(t) => [...document.querySelectorAll('li > div')].some((d) => d.textContent.trim() === t
-                && d.parentElement.querySelector('ul') && d.parentElement.querySelector('ul').getClientRects().length
-                && !$(d.parentElement.querySelector('ul')).is(':animated'))""", text)
+            yield Move(x=point[0], y=point[1])
+            await ui.wait_js(env, _SUBMENU_OPEN_JS, text)
 
 
 @solver("click-menu")
 async def _click_menu(env, query):
-    names = re.match(r"Select (.*)$", query).group(1).split(">")
-    # Each level's entry is looked for among the visible entries; the names in one problem are all distinct.
-    async for a in _hover_then_click(env, [(n, None) for n in names]):
+    # The instruction spells the path (A>B>C); the names in one problem are all distinct.
+    leaf = re.match(r"Select (.*)$", query).group(1).split(">")[-1]
+    async for a in _menu_pick(env, leaf):
         yield a
 
 
 @solver("click-menu-2")
 async def _click_menu_2(env, query):
-    label = _quoted_label(query)
-    if label is None:
-        icon = await env.page.evaluate("() => [...document.querySelector('#query .ui-icon').classList].find((c) => c !== 'ui-icon')")
-        label = await env.page.evaluate("""(icon) => document.querySelector('#menu .' + icon).parentElement.textContent.trim()""", icon)
+    found = re.search(r'labeled "([^"]*)"', query)
+    if found:
+        label = found.group(1)
+    else:  # the instruction shows the entry's icon instead of its label
+        label = await env.page.evaluate("""() => {
+            const icon = [...document.querySelector('#query .ui-icon').classList].find((c) => c !== 'ui-icon');
+            return document.querySelector('#menu .' + icon).parentElement.textContent.trim(); }""")
     async for a in ui.click(env, "#open-menu", wait=False):
         yield a
     await ui.wait_for(env, "#menu")
-    path = [("Playback", None)] if label in ("Prev", "Stop", "Play", "Next") else []
-    async for a in _hover_then_click(env, [*path, (label, None)]):
+    async for a in _menu_pick(env, label):
         yield a
-
-
-def _quoted_label(query: str) -> str | None:
-    found = re.search(r'labeled "([^"]*)"', query)
-    return found.group(1) if found else None
 
 
 async def _copy_into(env, source: str, target: str):
@@ -155,7 +162,7 @@ async def _copy_paste(env, query):
 
 @solver("copy-paste-2")
 async def _copy_paste_2(env, query):
-    index = {"1st": 1, "2nd": 2, "3rd": 3}[re.search(r"from the (\w+) text area", query).group(1)]
+    index = _ORDINAL[re.search(r"from the (\w+) text area", query).group(1)]
     async for a in _copy_into(env, f"#text-{index}", "#answer-input"):
         yield a
     async for a in ui.click(env, "#subbtn", wait=False):
@@ -285,7 +292,7 @@ async def _highlight_text(env, query):
 
 @solver("highlight-text-2")
 async def _highlight_text_2(env, query):
-    index = {"1st": 1, "2nd": 2, "3rd": 3}[re.search(r"in the (\w+) paragraph", query).group(1)]
+    index = _ORDINAL[re.search(r"in the (\w+) paragraph", query).group(1)]
     async for a in ui.click(env, f"#randomText p:nth-of-type({index})", clicks=3, wait=False):
         yield a
     async for a in ui.click(env, "#subbtn", wait=False):
@@ -325,8 +332,7 @@ async def _text_editor(env, query):
             raise LookupError(f"oracle: the editor's text has no word {word!r}")
         yield Drag(x1=round(ends[0]), y1=round(ends[1]), x2=round(ends[2]), y2=round(ends[3]))
     else:
-        style = re.search(r"everything</span> the (?:style|color) (\w+)|everything the (?:style|color) (\w+)", query)
-        style = style.group(1) or style.group(2)
+        style = re.search(r"everything the (?:style|color) (\w+)", query).group(1)
         async for a in ui.click(env, "#editor .ql-editor", wait=False):
             yield a
         yield Key(keys=("ctrl", "a"))
@@ -364,7 +370,8 @@ async def _click_found(env, find_js: str, arg=None, where=None):
     raise LookupError(f"oracle: could not scroll {arg!r} into view")
 
 
-# ``find(arg)`` once it gives the same answer two frames running (a wheel scroll may still be moving things).
+# ``find(arg)`` once it gives the same answer two frames running (a wheel scroll may still be moving things),
+# or after half a second of frames.
 _STILL_JS = """async ([find, arg]) => {
   const read = () => JSON.stringify((0, eval)('(' + find + ')')(arg));
   const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -388,7 +395,6 @@ _TREE_PATH_JS = """(name) => {
     for (let li = span.parentElement.parentElement.closest('li'); li; li = li.parentElement.closest('li')) {
       const sub = li.querySelector(':scope > ul');
       if (sub && sub.style.display === 'none') path.unshift(spans.indexOf(li.querySelector(':scope > span')));
-      if (li.closest('#tree') === null) break;
     }
     path.push(spans.indexOf(span));
     if (best === null || path.length < best.length) best = path;
@@ -485,8 +491,7 @@ async def _buy_ticket(env, query):
 async def _settled(env, expression: str, arg=None) -> None:
     """Wait until the JS function ``expression(arg)`` gives the same value two frames running (a scroll or a
     placement that may animate or be deferred has come to rest)."""
-    await ui.wait_js(env, f"""(arg) => new Promise((done) => {{ const read = () => JSON.stringify(({expression})(arg));
-        const before = read(); requestAnimationFrame(() => requestAnimationFrame(() => done(read() === before))); }})""", arg)
+    await env.page.evaluate(_STILL_JS, [expression, arg])
 
 
 _CALENDAR_WINDOWS = {"8AM and 12PM": (16, 24), "12PM and 4PM": (24, 32), "4PM and 8PM": (32, 40)}
