@@ -46,6 +46,8 @@ class WorkerSpec:
     tasks: list[tuple[str, list[int] | None, str]]
     #: Env server URLs per domain; worker i uses ``urls[i % len(urls)]``.
     env_urls: dict[str, list[str]]
+    #: Seeds of the final evaluation per task id, where they differ from the training seeds.
+    eval_seeds: dict[str, list[int]] = field(default_factory=dict)
     #: Options of the env sessions per domain (``EnvConfig.session_options``).
     session_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     engine: str = "hf"
@@ -261,6 +263,7 @@ class RolloutWorker:
         slots = asyncio.Semaphore(self.spec.groups_in_flight)
 
         async def group(task_id: str, seeds: list[int] | None, domain: str, k: int) -> dict[str, Any]:
+            seeds = self.spec.eval_seeds.get(task_id) or seeds
             seed = seeds[k % len(seeds)] if seeds else self._rng.randrange(2**31)
             group_id = f"eval-{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
             async with slots:

@@ -95,6 +95,9 @@ class TaskConfig(_Part):
     id: str = Field(description="Task id (``pytool/count-shapes-0``); its domain is the part before the slash.")
     seeds: list[int] | None = Field(None, min_length=1, description="Seeds episodes draw from (None: any seed "
                                     "from the worker's stream).")
+    eval_seeds: list[int] | None = Field(None, min_length=1, description="Seeds of the final evaluation, held out "
+                                         "from training (None: the training seeds); ``train.eval_groups`` groups "
+                                         "take them in turn.")
     env_domain: str | None = Field(None, description="The env domain serving it, where it differs from the id's "
                                    "prefix (``miniwob/...`` is served by ``web``).")
     weight: int = Field(1, ge=1, description="How often the task comes up in each worker's schedule, relative "

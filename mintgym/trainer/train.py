@@ -238,6 +238,7 @@ class _Run:
         for i in range(ro.workers):
             spec = WorkerSpec(worker_id=i, model_path=self.model_path, tasks=[(t.id, t.seeds, t.domain) for t in cfg.tasks for _ in range(t.weight)],
                               env_urls=self.env_urls,
+                              eval_seeds={t.id: t.eval_seeds for t in cfg.tasks if t.eval_seeds},
                               session_options={d: cfg.env_for(d).session_options for d in cfg.domains},
                               engine=cfg.engine.name, engine_options=cfg.engine.options,
                               agent=cfg.agent.kind, agent_options=cfg.agent.options, max_turns=cfg.agent.max_turns,
