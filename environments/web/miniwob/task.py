@@ -41,6 +41,9 @@ _METADATA_JS = """(nonce) => {
   return {done: !!WOB_DONE_GLOBAL, env_reward: Number(WOB_REWARD_GLOBAL), raw_reward: Number(WOB_RAW_REWARD_GLOBAL),
           reason: WOB_REWARD_REASON === null ? null : String(WOB_REWARD_REASON), episode: WOB_EPISODE_ID};
 }"""
+#: The instruction: ``core.getUtterance()``, which some tasks (click-color, the natural-language e-mail tasks)
+#: override to return ``{utterance, fields}`` in training mode; the text is its ``utterance``.
+_UTTERANCE_JS = "() => { const u = core.getUtterance(); return typeof u === 'string' ? u : String(u.utterance); }"
 _START_JS = """([seed, limit, nonce]) => {
   if (!document.getElementById('mintgym-style')) {
     const style = document.createElement('style');
@@ -88,7 +91,7 @@ class MiniWobTask(WebTask):
         env.task_info["miniwob"] = {"task": self.name, "seed": seed, "episode_max_time_ms": max_time,
                                     "done": False, "env_reward": 0.0, "raw_reward": 0.0, "reason": None}
         env.task_info["miniwob_episode"] = _Episode(url, nonce, episode, time.monotonic() + max_time / 1000 + 1.0)
-        return await env.evaluate_js("() => core.getUtterance()")
+        return await env.evaluate_js(_UTTERANCE_JS)
 
     async def state(self, env: WebEnvironment) -> dict:
         """MiniWoB's own episode record for this session (and it is stored in ``env.task_info``).
@@ -158,6 +161,6 @@ class SolvedMiniWobTask(MiniWobTask):
     async def oracle(self, env: WebEnvironment) -> AsyncIterator[ActionModel]:
         from mintgym.environments.web.miniwob.oracles import SOLVERS
 
-        query = await env.evaluate_js("() => core.getUtterance()")
+        query = await env.evaluate_js(_UTTERANCE_JS)
         async for action in SOLVERS[self.name](env, query):
             yield action

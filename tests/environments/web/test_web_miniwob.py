@@ -94,3 +94,10 @@ async def test_flight_task_loads_from_the_package(episode):
     obs, _ = await episode.reset(registration.task("miniwob/flight.AA"), seed=0)
     assert obs.screenshot.shape == (667, 375, 3)
     assert obs.instruction and "127.0.0.1" in obs.text
+
+
+async def test_instructions_are_text_even_where_the_page_returns_fields(episode):
+    """click-color and the natural-language e-mail tasks return {utterance, fields} from getUtterance()."""
+    for task_id in ("miniwob/click-color", "miniwob/email-inbox-nl-turk"):
+        obs, _ = await episode.reset(registration.task(task_id), seed=2)
+        assert isinstance(obs.instruction, str) and obs.instruction and "utterance" not in obs.instruction
