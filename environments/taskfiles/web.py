@@ -251,9 +251,7 @@ def ensure_route(host: Any) -> None:
     """Serve task-file pages from the host's loopback server (added once, on first use)."""
     from starlette.routing import Route
 
-    routes = host.server.app.router.routes
-    if not any(getattr(route, "name", None) == ROUTE_NAME for route in routes):
-        routes.append(Route(PREFIX + "/{key}/", _serve, methods=["GET"], name=ROUTE_NAME))
+    host.server.add_route(Route(PREFIX + "/{key}/", _serve, methods=["GET"], name=ROUTE_NAME))
 
 
 async def _serve(request):

@@ -38,6 +38,12 @@ class LocalServer:
     def origin(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def add_route(self, route: BaseRoute) -> None:
+        """Serve ``route`` too (once per name: a route whose name is already served is not added again)."""
+        name = getattr(route, "name", None)
+        if name is None or not any(getattr(r, "name", None) == name for r in self.app.router.routes):
+            self.app.router.routes.append(route)
+
     async def start(self) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

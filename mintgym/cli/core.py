@@ -232,6 +232,7 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
         raise fail(f"task {task} cannot run here: {reason}")
     if not base_url and (problem := registration.forwarding_problem(task)):
         raise fail(problem)
+    task = found.id  # the registered id, however it was spelled (short, long or unversioned)
     built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before a server starts
     if built.needs_oracle and not found.has_oracle():
         built.close()
