@@ -578,6 +578,8 @@ async def _simon_says(env, query):
     loop = asyncio.get_running_loop()
     sequence: list[str] = []
     lit, last_blink = None, loop.time()
+    if await _js(env, "() => Date.now() - core.ept0") > 800:  # the first blink is over at 850 ms
+        raise RuntimeError("oracle: simon-says started watching too late to see the first blink")
     while len(sequence) < 3 or loop.time() - last_blink < 0.75:
         now = await _js(env, "() => { const b = document.querySelector('#area button.push'); return b && b.id; }")
         if now and now != lit:
