@@ -313,11 +313,7 @@ async def _drag_by(env, selector: str, dx: int, dy: int, where: str = "true"):
 
 @solver("drag-box")
 async def _drag_box(env, query):
-    # The large box is drawn over the small one; when it hides the small box entirely, move it aside first.
-    if not await _points(env, "#draggableSmall"):
-        small, large = await _rect(env, "#draggableSmall"), await _rect(env, "#draggableLarge")
-        async for a in _drag_by(env, "#draggableLarge", 0, 60 if small[1] < 50 else -60):
-            yield a
+    # The small box is drawn above the large one (z-index), so it can always be grabbed.
     small, large = await _rect(env, "#draggableSmall"), await _rect(env, "#draggableLarge")
     # Contained means its top-left lies 1..29 px right of and below the large box's top-left.
     async for a in _drag_by(env, "#draggableSmall", round(large[0] + 15 - small[0]), round(large[1] + 15 - small[1])):
