@@ -756,7 +756,7 @@ async def _hot_cold(env, query):
     def distances(points):
         return np.sqrt(((points[:, None, :] - spots[None, :, :]) ** 2).sum(-1))
 
-    for _ in range(STEP_LIMITS["hot-cold"] - 1):
+    for _ in range(24):  # the pack's default 25 steps; it takes 5-14 hovers and the click
         low, high = spots.min(0), spots.max(0)
         if (high - low).max() < 10:  # small enough that one pixel may be HOT for every spot left
             near = pixels[((pixels >= low - 5) & (pixels <= high + 5)).all(1)]
@@ -776,7 +776,6 @@ async def _hot_cold(env, query):
         spots = spots[(d >= lo) & (d < hi)]
     raise RuntimeError("oracle: the hot-cold search ran out of steps")
 
-STEP_LIMITS["hot-cold"] = 25
 
 
 # ---- tic-tac-toe ----------------------------------------------------------------------------------------
@@ -894,7 +893,7 @@ async def _drag_cube(env, query):
     width, height = env.screen_size
     lane_x, lane_y = 6, 58  # drags run along the page's margins, clear of the Submit button
     pointer = None
-    for _ in range(STEP_LIMITS["drag-cube"] - 3):
+    for _ in range(11):  # at most a Move and a Drag each, within the default 25 steps; it takes 2-4 drags
         await ui.wait_js(env, _CUBE_STILL_JS)
         x, y, _, active = await _js(env, _CUBE_JS)
         goal_y, goal_x = _cube_goal(side, x, y)
@@ -926,7 +925,6 @@ async def _drag_cube(env, query):
     await asyncio.sleep(0.06)
     yield Click(x=bx, y=by)
 
-STEP_LIMITS["drag-cube"] = 40
 
 UNSOLVABLE["hover-shape"] = ("the page never ends an episode with a reward: its score emitter's call to "
                              "core.continuousReward is commented out, so every episode times out with -1 "
