@@ -757,6 +757,8 @@ async def _hot_cold(env, query):
         return np.sqrt(((points[:, None, :] - spots[None, :, :]) ** 2).sum(-1))
 
     for _ in range(24):  # the pack's default 25 steps; it takes 5-14 hovers and the click
+        if not len(spots):
+            raise RuntimeError("oracle: no hidden spot fits the page's hot-cold answers")
         low, high = spots.min(0), spots.max(0)
         if (high - low).max() < 10:  # small enough that one pixel may be HOT for every spot left
             near = pixels[((pixels >= low - 5) & (pixels <= high + 5)).all(1)]
@@ -775,7 +777,6 @@ async def _hot_cold(env, query):
         d = np.hypot(spots[:, 0] - x, spots[:, 1] - y)
         spots = spots[(d >= lo) & (d < hi)]
     raise RuntimeError("oracle: the hot-cold search ran out of steps")
-
 
 
 # ---- tic-tac-toe ----------------------------------------------------------------------------------------
