@@ -782,9 +782,10 @@ async def _hot_cold(env, query):
 # ---- tic-tac-toe ----------------------------------------------------------------------------------------
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
-# The page's own checks, in its order: it plays the last hit of the list (win first, else block).
+# The page's determineSpace checks, in its order (rows: left, middle, right cell; diagonals; columns: left,
+# middle, right): each is a list of (empty cell, the cells that must hold the mark).
 _CHECKS = (
-    [(3 * i + k, [3 * i + j for j in range(3) if j != k]) for i in range(3) for k in (0,)],
+    [(3 * i, [3 * i + 1, 3 * i + 2]) for i in range(3)],
     [(3 * i + 1, [3 * i, 3 * i + 2]) for i in range(3)],
     [(3 * i + 2, [3 * i, 3 * i + 1]) for i in range(3)],
     [(0, [4, 8]), (4, [0, 8]), (8, [0, 4]), (2, [4, 6]), (4, [2, 6]), (6, [2, 4])],
