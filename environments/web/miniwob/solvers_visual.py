@@ -646,7 +646,8 @@ async def _click_pie(env, query):
         yield a
     # The menu opens with an animation (click-pie) or at once (-nodelay): wait until the slices stop moving.
     await _settled(env, """() => [...document.querySelectorAll('#divWheel [id^=wheelnav-divWheel-slice-]')]
-                             .map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width]; })""")
+                             .map(e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width]; })""",
+                   interval_s=0.1)
     # Click the item's slice off its label (hovering an item redraws its label, so a press on the label
     # may land on the bare svg). Known limit: the item the wheel starts with selected (slice 0) cannot be
     # clicked in Chromium at all: hovering it re-appends its nodes on every mouseover (wheelnav's
