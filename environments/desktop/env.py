@@ -134,7 +134,8 @@ class DesktopEnvironment(Environment):
     def _start_wm(self) -> None:
         box = self._box()
         root = self._xlib.screen().root
-        for name in ("_NET_SUPPORTING_WM_CHECK", "RESOURCE_MANAGER", "_NET_ACTIVE_WINDOW"):
+        # AT_SPI_BUS: the last episode's accessibility bus address (dead now; apps would try it first)
+        for name in ("_NET_SUPPORTING_WM_CHECK", "RESOURCE_MANAGER", "_NET_ACTIVE_WINDOW", "AT_SPI_BUS"):
             root.delete_property(self._xlib.intern_atom(name))
         self._xlib.sync()
         self.wm = box.spawn(["openbox", "--sm-disable"], self.display_name, log_name="openbox")

@@ -142,6 +142,26 @@ async def test_a11y_channel_boxes_are_where_clicks_land_in_a_real_gtk_app(host):
 
 @needs_a11y
 @in_module_loop
+async def test_the_tree_is_read_again_after_a_reset(host):
+    """A reset kills the episode's bus; the next episode's apps must not try the dead one's address (the
+    AT_SPI_BUS property the last bus left on the root window)."""
+    env = await host.create({"accessibility": True})
+    try:
+        for _ in range(2):
+            await env.reset(None, 0)
+            await env.launch(["mousepad"])
+
+            async def editor():
+                tree = await env.accessibility_tree()
+                return any(a["name"] == "mousepad" for a in tree["applications"])
+
+            assert await _wait_for(editor)
+    finally:
+        await env.close()
+
+
+@needs_a11y
+@in_module_loop
 async def test_no_bus_without_asking_and_the_channel_says_why(host):
     env = await host.create({})
     try:
