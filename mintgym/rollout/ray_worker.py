@@ -315,7 +315,7 @@ class RolloutWorker:
         traj = await run_episode(prepared.session, agent, task_id, seed=seed, max_seconds=self.spec.episode_timeout,
                                  group_id=group_id, trajectory_id=f"{group_id}-{index}",
                                  started=(prepared.observation, prepared.info))
-        await pool.checkin(prepared.session, failed=traj.status == "error")
+        await pool.finish(prepared.session, traj.extra.get("fault"))
         self.stats["episodes"] += 1
         if traj.status in ("error", "timeout") or not recorder.calls:
             self.stats["errors"] += 1

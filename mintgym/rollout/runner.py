@@ -59,8 +59,7 @@ async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[
                 traj = await run_episode(prepared.session, agent, job.task_id, seed=job.seed, run_dir=run_dir,
                                          max_seconds=max_seconds, trajectory_id=job.key,
                                          started=(prepared.observation, prepared.info))
-                # Only an environment fault retires the session; a policy failure leaves it healthy.
-                await pool.checkin(prepared.session, failed=traj.extra.get("fault") in ("env", "timeout"))
+                await pool.finish(prepared.session, traj.extra.get("fault"))
                 _finish(job, traj)
 
         def _finish(job: EpisodeJob, traj: Trajectory) -> None:

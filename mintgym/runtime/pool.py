@@ -22,6 +22,10 @@ class PreparedEpisode:
     info: dict
 
 
+#: Episode endings (``Trajectory.extra["fault"]``) after which a session is not reused.
+RETIRING_FAULTS = ("env", "timeout")
+
+
 class EnvPool:
     def __init__(self, client: AsyncEnvClient, size: int, side_channels: tuple[str, ...] = (),
                  env_options: dict | None = None, max_steps: int | None = None):
@@ -72,6 +76,13 @@ class EnvPool:
             return await job
         session = await self._idle.get()
         return await self._reset(session, task_id, seed)
+
+    async def finish(self, session: AsyncSession, fault: str | None) -> None:
+        """Return ``session`` after an episode, by the one retirement rule every caller (eval, training)
+        follows: an episode that ended by an environment fault or by timing out (its server may still be
+        busy with it) retires its session for a new one; any other ending (success, failure, the agent's
+        own fault) leaves the session healthy and it is reused. ``fault`` is ``Trajectory.extra["fault"]``."""
+        await self.checkin(session, failed=fault in RETIRING_FAULTS)
 
     async def checkin(self, session: AsyncSession, failed: bool = False) -> None:
         if failed:

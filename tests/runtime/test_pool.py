@@ -1,0 +1,57 @@
+"""EnvPool's one retirement rule: a session whose episode timed out or met an environment fault is replaced;
+one whose episode merely failed (or whose agent broke) is reused."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from mintgym.action_spaces import Done
+from mintgym.client.aio import AsyncEnvClient
+from mintgym.environments.null import NullHost
+from mintgym.policy import AgentStep
+from mintgym.rollout.episode import run_episode
+from mintgym.runtime.pool import EnvPool
+from mintgym.server.app import create_app
+from mintgym.testing import serve_asgi
+
+pytestmark = pytest.mark.asyncio
+
+
+class _Slow:
+    """An agent that thinks for ``seconds`` before answering done()."""
+
+    name = "slow"
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    async def start(self, context) -> None:
+        pass
+
+    async def act(self, observation) -> AgentStep:
+        await asyncio.sleep(self.seconds)
+        return AgentStep(Done(answer="ok"), text='done(answer="ok")')
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve_asgi(create_app(NullHost())) as url:
+        yield url
+
+
+@pytest.mark.parametrize(("think", "budget", "retired"), [(2.0, 0.3, True), (0.0, 5.0, False)])
+async def test_a_timed_out_episode_retires_its_session(server, think, budget, retired):
+    async with AsyncEnvClient(server) as client:
+        pool = await EnvPool(client, 1).start()
+        prepared = await pool.checkout("null/echo", 0)
+        traj = await run_episode(prepared.session, _Slow(think), "null/echo", seed=0, max_seconds=budget,
+                                 started=(prepared.observation, prepared.info))
+        assert traj.status == ("timeout" if retired else "success")
+        await pool.finish(prepared.session, traj.extra.get("fault"))
+        assert pool.replaced == int(retired)
+        ids = {s["session_id"] for s in httpx.get(f"{server}/v1/sessions").json()["sessions"]}
+        assert (prepared.session.session_id in ids) is not retired
+        await pool.close()
