@@ -110,16 +110,27 @@ def test_publish_delay_is_checked_against_max_lag_and_mode():
     assert RunConfig.from_dict({**base, "train": {"publish_delay": 4, "max_lag": 4}}).train.publish_delay == 4
 
 
-def _mintgym(*args):
-    """``mintgym ARGS`` as a user runs it (its own process: one-line errors and exit codes are main()'s)."""
+def _mintgym(capsys, monkeypatch, *args):
+    """``mintgym ARGS`` through the console entry point (``mintgym.cli.main``), in this process:
+    (exit status, stdout, stderr)."""
+    import sys
+
+    from mintgym.cli import DEBUG_ENV, main
+
+    monkeypatch.setenv(DEBUG_ENV, "")  # --debug sets it; restored after the test
+    monkeypatch.setattr(sys, "argv", ["mintgym", *args])
+    with pytest.raises(SystemExit) as ended:
+        main()
+    out = capsys.readouterr()
+    return ended.value.code, out.out, out.err
+
+
+def test_train_command_errors_are_one_line_with_exit_code_2(tmp_path, capsys, monkeypatch):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-c", "from mintgym.cli import main; main()", *args],
-                          capture_output=True, text=True, timeout=120)
+    from mintgym.errors import MintGymError
 
-
-def test_train_command_errors_are_one_line_with_exit_code_2(tmp_path):
     recipe = tmp_path / "run.yaml"
     recipe.write_text("model: {path: /nowhere}\ntasks: [{id: null/echo}]\ntrain: {publish_delay: 2, max_lag: 2}\n")
     out = tmp_path / "out"
@@ -127,20 +138,32 @@ def test_train_command_errors_are_one_line_with_exit_code_2(tmp_path):
         (["train.lr=fast"], "error: train.lr: expected a number > 0, got 'fast'"),
         (["--mode", "sync"], "error: train: publish_delay needs mode: async"),
         (["train.nope=1"], "error: train.nope: unknown key (known: mode, steps,"),
+        (["--steps", "0"], "error: train.steps: expected an integer >= 1, got 0"),
     ]
     for extra, line in cases:
-        result = _mintgym("train", "--config", str(recipe), "--out", str(out), *extra)
-        assert result.returncode == 2, result.stderr
-        assert result.stderr.startswith(line) and result.stderr.count("\n") == 1, result.stderr
-    missing = _mintgym("train", "--config", str(tmp_path / "gone.yaml"), "--out", str(out))
-    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "gone.yaml: no such config file" in \
-        missing.stderr
-    debug = _mintgym("--debug", "train", "--config", str(recipe), "--out", str(out), "train.lr=fast")
-    assert debug.returncode != 0 and "Traceback" in debug.stderr and "ConfigError" in debug.stderr
+        code, _, err = _mintgym(capsys, monkeypatch, "train", "--config", str(recipe), "--out", str(out), *extra)
+        assert code == 2 and err.startswith(line) and err.count("\n") == 1, err
+    code, _, err = _mintgym(capsys, monkeypatch, "train", "--config", str(tmp_path / "gone.yaml"), "--out", str(out))
+    assert code == 2 and err == f"error: {tmp_path / 'gone.yaml'}: no such config file\n"
+    monkeypatch.setattr(sys, "argv", ["mintgym", "--debug", "train", "--config", str(recipe), "--out", str(out),
+                                      "train.lr=fast"])
+    from mintgym.cli import main
+
+    with pytest.raises(MintGymError, match="train.lr: expected a number"):  # --debug: the exception itself
+        main()
     assert not out.exists()  # refused before anything started
+    # and as a user sees it, in a console of its own
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "MINTGYM_DEBUG"}
+    real = subprocess.run([sys.executable, "-c", "from mintgym.cli import main; main()", "train", "--config",
+                           str(recipe), "--out", str(out), "train.lr=fast"], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert (real.returncode, real.stderr, real.stdout) == (
+        2, "error: train.lr: expected a number > 0, got 'fast'\n", "")
 
 
-def test_rerunning_a_finished_run_says_so_and_exits_0_at_once(tmp_path):
+def test_rerunning_a_finished_run_says_so_and_exits_0_at_once(tmp_path, capsys, monkeypatch):
     import json
     import time
 
@@ -150,9 +173,9 @@ def test_rerunning_a_finished_run_says_so_and_exits_0_at_once(tmp_path):
     (out / "checkpoints" / "step-000048").mkdir(parents=True)
     (out / "checkpoints" / "step-000048" / "state.json").write_text(json.dumps({"step": 48, "version": 48}))
     start = time.monotonic()
-    result = _mintgym("train", "--config", str(recipe), "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    assert time.monotonic() - start < 60  # nothing started: no Ray, no env server, no model
-    assert "is finished: its last checkpoint is at step 48 of train.steps 48" in result.stdout
-    assert "raise train.steps, e.g. --steps 96, to train further" in result.stdout
-    assert result.stdout.count("\n") == 1, result.stdout
+    code, stdout, stderr = _mintgym(capsys, monkeypatch, "train", "--config", str(recipe), "--out", str(out))
+    assert code == 0, stderr
+    assert time.monotonic() - start < 10  # nothing started: no Ray, no env server, no model
+    assert "is finished: its last checkpoint is at step 48 of train.steps 48" in stdout
+    assert "raise train.steps, e.g. --steps 96, to train further" in stdout
+    assert stdout.count("\n") == 1, stdout
