@@ -323,8 +323,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 # -- one-line errors ---------------------------------------------------------------------------------------
 
 def describe_errors(err: pydantic.ValidationError) -> str:
-    """The first validation error as ``key: expected ..., got ...`` (and how many more there are)."""
-    problems = err.errors(include_url=False)
+    """The first validation error as ``key: expected ..., got ...`` (and how many more there are). Unknown keys
+    come first: a misspelt key usually explains the missing one beside it."""
+    problems = sorted(err.errors(include_url=False), key=lambda p: p.get("type") != "extra_forbidden")
     first = _describe(problems[0])
     return first if len(problems) == 1 else f"{first} (and {len(problems) - 1} more problem(s))"
 

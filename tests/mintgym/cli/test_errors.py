@@ -52,8 +52,8 @@ def test_unknown_task_is_one_line_and_debug_shows_the_traceback():
 
 
 @pytest.mark.parametrize("args, said", [
-    (("train", "--config", "/nonexistent/run.yaml", "--out", "OUT"), "no such file or folder: /nonexistent/run.yaml"),
-    (("train", "--config", "{bad}", "--out", "OUT"), "unknown keys ['nosuchkey']"),
+    (("train", "--config", "/nonexistent/run.yaml", "--out", "OUT"), "/nonexistent/run.yaml: no such config file"),
+    (("train", "--config", "{bad}", "--out", "OUT"), "train.nosuchkey: unknown key"),
     (("eval", "--tasks", "null/echo", "--agent", "vlm", "--model-url", "http://127.0.0.1:9/v1", "--model-retries",
       "0"), "cannot use the model server at http://127.0.0.1:9/v1"),
     (("eval", "--suite", "no-such-suite"), "unknown suite 'no-such-suite'; suites:"),
