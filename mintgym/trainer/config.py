@@ -57,8 +57,8 @@ class AgentConfig(_Part):
                                            "as ``done(answer=...)``; ``vlm``: the full VLMAgent.")
     options: dict[str, Any] = Field(default_factory=dict, description="Options of the agent (``answer``: "
                                     "``choices`` per domain; ``vlm``: VLMAgent keyword options).")
-    max_turns: int | None = Field(None, ge=1, description="Most model turns per episode; the episode is ended "
-                                  "with ``done()`` after that (None: the env's limit).")
+    max_turns: int | None = Field(None, ge=1, description="Most model turns per episode: the env session "
+                                  "truncates the episode there and scores its state (None: the task's limit).")
 
 
 class EnvConfig(_Part):
