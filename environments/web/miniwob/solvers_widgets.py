@@ -417,11 +417,16 @@ async def _navigate_tree(env, query):
 @solver("stock-market")
 async def _stock_market(env, query):
     limit = float(re.search(r"less than \$(\d+(?:\.\d+)?)", query).group(1))
-    # The price changes every 100 ms; the click follows within a frame or two of the price falling low enough.
-    await ui.wait_js(env, "(limit) => parseFloat(document.getElementById('stock-price').textContent.split('$')[1]) <= limit",
-                     limit, timeout_s=15)
-    async for a in ui.click(env, "#buy", wait=False):
-        yield a
+    x, y = await ui.center(env, "#buy")
+    shown = await env.page.evaluate("() => document.getElementById('stock-price').textContent")
+    # The price changes every 100 ms, by 1.50 at most, and the Buy button reads it when the button comes back up
+    # (a click takes a few browser round trips). Right after a change to 1.50 or more under the limit, the price
+    # stays under it through the next change too; the 76th price is the limit itself, the last sure chance.
+    await ui.wait_js(env, """([was, limit]) => { const text = document.getElementById('stock-price').textContent;
+        const price = parseFloat(text.split('$')[1]);
+        return text !== was && (price <= limit - 1.5 || (price <= limit && priceIndex >= 76)); }""",
+                     [shown, limit], timeout_s=15)
+    yield Click(x=x, y=y)
 
 
 def _hex(rgb: str) -> str:
@@ -580,7 +585,10 @@ async def _type_place(env, field: str, place: str):
     async for a in ui.click(env, field, wait=False):
         yield a
     yield Type(text=entry)
+    # The menu opens after the widget's delay; an Escape before that would leave it to open later, over the form.
+    await ui.wait_js(env, "() => $('.ui-autocomplete:visible').length > 0")
     yield Key(keys=("escape",))
+    await ui.wait_js(env, "() => $('.ui-autocomplete:visible').length === 0")
 
 
 @solver("book-flight", "book-flight-nodelay")
