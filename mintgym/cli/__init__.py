@@ -18,7 +18,7 @@ app = typer.Typer(help="MintGym: environments and RL for visual computer-use age
                   pretty_exceptions_show_locals=False)
 
 #: Modules under mintgym.cli that add commands through register(app).
-COMMAND_MODULES = ("core", "serve_model", "evaluate", "train", "report", "check", "view")
+COMMAND_MODULES = ("core", "serve_model", "evaluate", "train", "report", "check", "view", "export")
 
 #: Set by ``--debug``: errors propagate with their traceback.
 DEBUG_ENV = "MINTGYM_DEBUG"
