@@ -261,13 +261,15 @@ async def _use_slider_2(env, query):
 @solver("use-spinner")
 async def _use_spinner(env, query):
     target = int(re.search(r"Select (-?\d+) with the spinner", query).group(1))
-    value = int(await env.page.evaluate("() => document.getElementById('spinner').value") or 0)
-    button = ".ui-spinner-up" if target > value else ".ui-spinner-down"
-    left = abs(target - value)
-    while left > 0:  # each press of the button steps the value once; a triple click is three presses
-        async for a in ui.click(env, button, clicks=min(3, left), wait=False):
+    # Each press of an arrow button steps the value once (a triple click is three presses); a press held past
+    # half a second would repeat, so the value is read again after each click.
+    for _ in range(20):
+        value = int(await env.page.evaluate("() => document.getElementById('spinner').value") or 0)
+        if value == target:
+            break
+        button = ".ui-spinner-up" if target > value else ".ui-spinner-down"
+        async for a in ui.click(env, button, clicks=min(3, abs(target - value)), wait=False):
             yield a
-        left -= min(3, left)
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
 
