@@ -719,14 +719,14 @@ _CIRCLE_JS = """() => { const svg = document.getElementById('area_svg'), r = svg
 async def _chase_circle(env, query):
     # The circle (radius 22) glides to a new random spot every 2 s for 10 s; the score is the share of that
     # time the pointer spent inside it, counted from the start: go there at once, then move onto its centre
-    # whenever it has drifted 12 px from the pointer (the page ends the episode only 100 ms before its own
+    # whenever it has drifted 16 px from the pointer (the page ends the episode only 100 ms before its own
     # time-out, and its glides run late when the renderer is busy: the oracle keeps its steps few).
     x, y = await _js(env, _CIRCLE_JS)
     pointer = (round(x), round(y))
     yield Move(x=pointer[0], y=pointer[1])
     while not await _js(env, _DONE_JS):
         x, y = await _js(env, _CIRCLE_JS)
-        if math.dist(pointer, (x, y)) > 12:
+        if math.dist(pointer, (x, y)) > 16:
             pointer = (round(x), round(y))
             yield Move(x=pointer[0], y=pointer[1])
         else:
