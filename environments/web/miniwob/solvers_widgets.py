@@ -640,6 +640,8 @@ async def _frame_click(env, frame, selector: str, index: int = 0):
 
 
 async def _frame_fill(env, frame, selector: str, text: str):
+    """Click a text field of the flight site, select what it holds and type ``text`` (the offline copies of the
+    sites show no suggestion menus)."""
     async for a in _frame_click(env, frame, selector):
         yield a
     yield Key(keys=("ctrl", "a"))
@@ -653,7 +655,6 @@ async def _flight_aa(env, query):
     for name in ("segments[0].origin", "segments[0].destination"):
         async for a in _frame_fill(env, frame, f'[name="{name}"]', request[name]):
             yield a
-        yield Key(keys=("escape",))
     for name in ("segments[0].travelDate", "segments[1].travelDate"):
         # The date fields are read-only: each opens a year of months, where the day is clicked.
         month, day, year = (int(v) for v in request[name].split("/"))
@@ -678,7 +679,6 @@ async def _flight_alaska(env, query):
     for name in ("SearchFields.DepartureCity", "SearchFields.ArrivalCity"):
         async for a in _frame_fill(env, frame, f'input[type="text"][name="{name}"]', request[name]):
             yield a
-        yield Key(keys=("escape",))
     for name in ("SearchFields.DepartureDate", "SearchFields.ReturnDate"):
         if name in request:
             async for a in _alaska_date(env, frame, f'input[type="text"][name="{name}"]', request[name]):
