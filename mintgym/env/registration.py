@@ -331,7 +331,8 @@ def _load_pack(pack: str) -> None:
             parse_id(task.id)  # one id scheme: a pack with an id outside it does not load
     except Exception as err:  # a pack whose optional extra is missing must not hide the others
         broken_packs[pack] = f"{type(err).__name__}: {err}"
-        warnings.warn(f"task pack {pack!r} ({_pack_refs[pack]}) failed to load: {err}", stacklevel=3)
+        if not isinstance(err, ModuleNotFoundError):  # a missing extra is reported by `mintgym envs`, quietly
+            warnings.warn(f"task pack {pack!r} ({_pack_refs[pack]}) failed to load: {err}", stacklevel=3)
         return
     broken_packs.pop(pack, None)
     for task in loaded:

@@ -37,6 +37,16 @@ def forget_test_packs():
         registration._tasks.pop("null/echo-test", None)
 
 
+def test_a_pack_whose_extra_is_not_installed_is_recorded_quietly(recwarn):
+    def needs_xlib():
+        raise ModuleNotFoundError("No module named 'Xlib'", name="Xlib")
+
+    registration.register_tasks("test-no-extra", needs_xlib)
+    registration.tasks()
+    assert "Xlib" in registration.broken_packs["test-no-extra"]
+    assert not [w for w in recwarn if "test-no-extra" in str(w.message)]  # `mintgym envs` says it, no warning
+
+
 def test_broken_pack_is_recorded_not_fatal():
     def broken():
         raise ImportError("needs an extra")
