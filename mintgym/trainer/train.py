@@ -190,7 +190,7 @@ class _Run:
         self._own_ray = not ray.is_initialized()
         if self._own_ray:  # Ray's own log lines (worker output, startup) reach the console with log.ray only
             with _ray_quiet(out, not cfg.log.ray):
-                ray.init(address=cfg.ray_address, include_dashboard=False, log_to_driver=cfg.log.ray,
+                ray.init(address=cfg.ray_address or "local", include_dashboard=False, log_to_driver=cfg.log.ray,
                          configure_logging=cfg.log.ray, **({} if cfg.ray_address else {"num_cpus": 2}))
         try:
             self._start()

@@ -20,7 +20,7 @@ from mintgym.weights import FilesystemBroadcast
 def setup(tmp_path_factory):
     from mintgym.models.tiny import build_tiny_vlm
 
-    ray.init(num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
     provider = LocalProvider()
     handle = provider.start("null")
     provider.wait_ready(handle, 120)
