@@ -54,10 +54,9 @@ class VMView:
                  ports: dict[str, str] | None = None, cache_dir: str | None = None,
                  loop: asyncio.AbstractEventLoop | None = None):
         self.vm_ip = "127.0.0.1"
+        self.chromium_port = self.vlc_port = 0
         for name, url in (ports or {}).items():  # e.g. {"chromium_port": "http://127.0.0.1:40123"}
             setattr(self, name, urlsplit(url).port)
-        self.chromium_port = getattr(self, "chromium_port", 0)
-        self.vlc_port = getattr(self, "vlc_port", 0)
         self.cache_dir = cache_dir or ""
         self.controller = self
         self._env, self._tree_xml, self._loop = env, tree_xml, loop
@@ -114,7 +113,7 @@ def _osworld(module: str, name: str, ports: tuple[str, ...] = (), tree: bool = F
                 view = VMView(env, tree_xml=await tree_xml(env) if tree else None, ports=urls,
                               cache_dir=cache, loop=asyncio.get_running_loop())
                 result = await asyncio.to_thread(function, view, dict(config))
-                return _kept(result, cache, env)
+                return _kept(result, cache)
         finally:
             for port, bridge in bridges.items():
                 if port != "chromium_port":  # the session keeps its DevTools bridge
@@ -124,13 +123,13 @@ def _osworld(module: str, name: str, ports: tuple[str, ...] = (), tree: bool = F
     return getter
 
 
-def _kept(result: Any, cache: str, env: DesktopEnvironment) -> Any:
+def _kept(result: Any, cache: str) -> Any:
     """A path the getter wrote into the temporary cache, moved to a file that outlives the call."""
     if isinstance(result, str) and result.startswith(cache + os.sep) and os.path.isfile(result):
-        keep = tempfile.NamedTemporaryFile(prefix="mintgym-osworld-", suffix=os.path.basename(result), delete=False)
-        keep.close()
-        shutil.move(result, keep.name)
-        return keep.name
+        fd, kept = tempfile.mkstemp(prefix="mintgym-osworld-", suffix=os.path.basename(result))
+        os.close(fd)
+        shutil.move(result, kept)
+        return kept
     return result
 
 

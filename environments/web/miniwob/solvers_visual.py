@@ -232,6 +232,14 @@ def _svg_pixels(box) -> tuple[range, range]:
     return range(math.ceil(left) + 1, int(right) - 1), range(math.ceil(top) + 1, int(bottom) - 1)
 
 
+async def _click_best_then_submit(env, score, box):
+    """Click the whole pixel of the svg's ``box`` with the highest ``score(x, y)``, then Submit."""
+    x, y, _ = _best_pixel(score, *_svg_pixels(box))
+    yield Click(x=x, y=y)
+    async for a in ui.click(env, "#subbtn", wait=False):
+        yield a
+
+
 # The pages map a click to svg units as (pageX, pageY - 50) (their QUERY_PADDING), whatever the svg's offset.
 _QUERY_PADDING = 50
 
@@ -241,10 +249,8 @@ async def _circle_center(env, query):
     geometry = await _svg_geometry(env, ".black-circle")
     (cx, cy), = geometry["circles"]
     # circle-center compares the click's bbox corner (click - 3.5) with the centre - 3 (its RADIUS_PADDING).
-    x, y, _ = _best_pixel(lambda x, y: -np.hypot(x - 0.5 - cx, y - _QUERY_PADDING - 0.5 - cy),
-                          *_svg_pixels(geometry["box"]))
-    yield Click(x=x, y=y)
-    async for a in ui.click(env, "#subbtn", wait=False):
+    async for a in _click_best_then_submit(
+            env, lambda x, y: -np.hypot(x - 0.5 - cx, y - _QUERY_PADDING - 0.5 - cy), geometry["box"]):
         yield a
 
 MAX_REWARD["circle-center"] = (0.97, ("the score falls linearly with the click's distance from a point half a pixel "
@@ -256,9 +262,8 @@ async def _find_midpoint(env, query):
     geometry = await _svg_geometry(env, ".black-circle")
     (ax, ay), (bx, by) = geometry["circles"]
     mx, my = (ax + bx) / 2, (ay + by) / 2
-    x, y, _ = _best_pixel(lambda x, y: -np.hypot(x - mx, y - _QUERY_PADDING - my), *_svg_pixels(geometry["box"]))
-    yield Click(x=x, y=y)
-    async for a in ui.click(env, "#subbtn", wait=False):
+    async for a in _click_best_then_submit(env, lambda x, y: -np.hypot(x - mx, y - _QUERY_PADDING - my),
+                                           geometry["box"]):
         yield a
 
 MAX_REWARD["find-midpoint"] = (0.97, ("the score is 1 - distance/30 from the exact midpoint, which lies on a half "
@@ -284,9 +289,7 @@ async def _bisect_angle(env, query):
         valid = (a <= total) & (b <= total) & (np.hypot(x - vx, y - vy) > 3)
         return np.where(valid, (total - np.maximum(a, b)) / (total / 2), -np.inf)
 
-    x, y, _ = _best_pixel(score, *_svg_pixels(geometry["box"]))
-    yield Click(x=x, y=y)
-    async for a in ui.click(env, "#subbtn", wait=False):
+    async for a in _click_best_then_submit(env, score, geometry["box"]):
         yield a
 
 MAX_REWARD["bisect-angle"] = (0.99, ("the score falls with the angle between the click's ray and the exact bisector; "
@@ -559,9 +562,7 @@ async def _right_angle(env, query):
         far = np.hypot(x - vx, y - _QUERY_PADDING - vy) > 8
         return np.where(far, (90 - np.abs(90 - angle)) / 90, -np.inf)
 
-    x, y, _ = _best_pixel(score, *_svg_pixels(geometry["box"]))
-    yield Click(x=x, y=y)
-    async for a in ui.click(env, "#subbtn", wait=False):
+    async for a in _click_best_then_submit(env, score, geometry["box"]):
         yield a
 
 MAX_REWARD["right-angle"] = (0.99, ("the score is (90 - |90 - angle|)/90: the best whole pixel in the svg makes an "
