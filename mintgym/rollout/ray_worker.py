@@ -4,7 +4,8 @@ Each worker owns an inference engine (its own hf model, or a vllm engine) and an
 domain on the env servers it was given. ``run()`` keeps ``groups_in_flight`` groups going; a group is G
 concurrent episodes of one task and seed. Before a group starts the worker loads any newer published
 weights, then asks the buffer to admit it at that version (admission control); a finished group is
-pushed to the buffer and the worker moves on without waiting for the trainer.
+pushed to the buffer and the worker moves on without waiting for the trainer. The version each worker
+loaded is acknowledged to the weight transport, where the trainer reads it.
 
 Training sequences come from the engine calls themselves: a recording wrapper keeps, per call, the
 prompt token ids the engine fed the model, the sampled token ids, their logprobs, the version, and the
@@ -150,6 +151,8 @@ class RolloutWorker:
     """The actor body (``ray.remote(RolloutWorker)`` at the call site); see the module docstring."""
 
     def __init__(self, spec: WorkerSpec, buffer: Any, weights: Any):
+        """``buffer``: the trajectory buffer actor; ``weights``: the run's ``WeightBroadcast`` (received from
+        and acknowledged to)."""
         #: A worker moves a screenshot per env step: keep freed frame buffers mapped (mintgym.allocator).
         self.malloc = tune_malloc()
         self.spec = spec
@@ -194,10 +197,10 @@ class RolloutWorker:
         self._ready = True
 
     async def refresh_weights(self) -> int:
-        """Load the newest published weights if newer than the engine's; ack the version to the buffer."""
+        """Load the newest published weights if newer than the engine's; ack the version to the transport."""
         assert self._weights_lock is not None and self.engine is not None
         async with self._weights_lock:
-            got = await self._receive()
+            got = await self.weights.areceive(self.engine.policy_version)
             if got is not None:
                 version, state = got
                 await asyncio.to_thread(self._load, version, state)
@@ -205,14 +208,8 @@ class RolloutWorker:
             current = self.engine.policy_version
             if current is not None and current != self.version:
                 self.version = int(current)
-                await self.buffer.ack_weights.remote(self.spec.worker_id, self.version)
+                await self.weights.aack(self.spec.worker_id, self.version)
             return self.version
-
-    async def _receive(self):
-        after = self.engine.policy_version if self.engine is not None else None
-        if hasattr(self.weights, "areceive"):
-            return await self.weights.areceive(after)
-        return await asyncio.to_thread(self.weights.receive, after)
 
     def _load(self, version: int, state: dict[str, np.ndarray]) -> None:
         import torch

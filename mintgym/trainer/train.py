@@ -327,7 +327,7 @@ class _Run:
             return
         if not self.pending_syncs:
             return
-        versions = ray.get(self.buffer.get_worker_versions.remote())
+        versions = self.weights.acks()
         oldest = min((versions.get(i, (-1, 0.0))[0] for i in range(len(self.workers))), default=-1)
         self.pending_syncs = [(v, t) for v, t in self.pending_syncs if v > oldest]
         for v, t in self.pending_syncs:
@@ -337,7 +337,7 @@ class _Run:
     def _sync_failed(self, version: int, waited: float) -> None:
         import ray
 
-        versions = ray.get(self.buffer.get_worker_versions.remote())
+        versions = self.weights.acks()
         lines = []
         for i, w in enumerate(self.workers):
             have = versions.get(i, (None, 0.0))

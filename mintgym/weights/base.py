@@ -1,7 +1,13 @@
-"""Layer 5: the weight transport ABC, one per process boundary (trainer -> engines)."""
+"""Layer 5: the weight transport ABC, one per process boundary (trainer -> engines).
+
+A transport owns the weight versions end to end: the trainer ``send``s a version, each worker ``receive``s
+it into its engine and ``ack``s the version it loaded, and the trainer reads ``acks()`` to know which worker
+runs which weights (its sync checks). Acknowledgements reset with the transport: a new run starts with none.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from typing import Any, Mapping
 
@@ -15,7 +21,8 @@ class WeightSyncTimeout(MintGymError):
 
 
 class WeightBroadcast(ABC):
-    """Trainer side ``send``s versioned weights; engine side ``receive``s any newer than it has."""
+    """Trainer side ``send``s versioned weights and reads ``acks``; engine side ``receive``s any newer than
+    it has and ``ack``s what it loaded."""
 
     @abstractmethod
     def send(self, version: int, state: Mapping[str, Any]) -> None:
@@ -28,6 +35,30 @@ class WeightBroadcast(ABC):
     @abstractmethod
     def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
         """The newest (version, state) if newer than ``after``, else None."""
+
+    @abstractmethod
+    def ack(self, worker_id: int, version: int) -> None:
+        """Engine side: worker ``worker_id`` now generates with ``version`` (replaces its earlier ack)."""
+
+    @abstractmethod
+    def acks(self) -> dict[int, tuple[int, float]]:
+        """Trainer side: worker id -> (the version it acknowledged last, when: ``time.time()`` seconds)."""
+
+    async def areceive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
+        """:meth:`receive` for code running on an event loop (a Ray async actor)."""
+        return await asyncio.to_thread(self.receive, after)
+
+    async def aack(self, worker_id: int, version: int) -> None:
+        """:meth:`ack` for code running on an event loop."""
+        await asyncio.to_thread(self.ack, worker_id, version)
+
+
+def check_ack(worker_id: int, version: int) -> None:
+    """Refuse an acknowledgement no trainer could read back (a bad id or version), naming it."""
+    if isinstance(worker_id, bool) or not isinstance(worker_id, int) or worker_id < 0:
+        raise ValueError(f"weights ack: worker id must be an int >= 0, got {worker_id!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(f"weights ack: version must be an int >= 0, got {version!r}")
 
 
 def to_numpy_state(state: Mapping[str, Any]) -> dict[str, np.ndarray]:

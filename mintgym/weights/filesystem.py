@@ -1,18 +1,20 @@
 """Layer 5: weights through a shared folder: ``weights-<version>.npz`` written atomically, plus ``LATEST``.
 
 The reference implementation: readable with numpy alone, and a test double for the others. Older files
-beyond ``keep`` are removed.
+beyond ``keep`` are removed. Acknowledgements are one small file per worker, ``acks/worker-<id>``
+(``<version> <unix time>``), replaced atomically, so the trainer reads them on any node that sees the folder.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from mintgym.weights.base import WeightBroadcast, to_numpy_state
+from mintgym.weights.base import WeightBroadcast, check_ack, to_numpy_state
 
 
 class FilesystemBroadcast(WeightBroadcast):
@@ -22,9 +24,10 @@ class FilesystemBroadcast(WeightBroadcast):
         self.keep = max(1, keep)
 
     def reset(self) -> None:
-        """Forget every published version (a new run, or one resumed from a checkpoint, starts over here)."""
+        """Forget every published version and acknowledgement (a new run, or one resumed from a checkpoint,
+        starts over here)."""
         (self.folder / "LATEST").unlink(missing_ok=True)
-        for old in self.folder.glob("weights-*.npz"):
+        for old in [*self.folder.glob("weights-*.npz"), *self.folder.glob("acks/worker-*")]:
             old.unlink(missing_ok=True)
 
     def _file(self, version: int) -> Path:
@@ -55,3 +58,18 @@ class FilesystemBroadcast(WeightBroadcast):
             return None
         with np.load(self._file(version)) as data:
             return version, {k: data[k] for k in data.files}
+
+    def ack(self, worker_id: int, version: int) -> None:
+        check_ack(worker_id, version)
+        folder = self.folder / "acks"
+        folder.mkdir(exist_ok=True)
+        tmp = folder / f".worker-{worker_id}.tmp"
+        tmp.write_text(f"{version} {time.time():.6f}")
+        os.replace(tmp, folder / f"worker-{worker_id}")
+
+    def acks(self) -> dict[int, tuple[int, float]]:
+        out: dict[int, tuple[int, float]] = {}
+        for path in self.folder.glob("acks/worker-*"):
+            version, when = path.read_text().split()
+            out[int(path.name.removeprefix("worker-"))] = (int(version), float(when))
+        return out

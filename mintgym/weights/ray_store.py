@@ -2,25 +2,29 @@
 
 A small named actor (:class:`WeightRegistry`) remembers the newest version and its ``ObjectRef`` (wrapped
 in a list so Ray passes the reference, not the arrays). The arrays are numpy, so every worker on a node
-maps the same shared-memory copy instead of unpickling its own.
+maps the same shared-memory copy instead of unpickling its own. The registry also keeps each worker's
+acknowledged version, which the trainer reads.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 
 import numpy as np
 import ray
 
-from mintgym.weights.base import WeightBroadcast, to_numpy_state
+from mintgym.weights.base import WeightBroadcast, check_ack, to_numpy_state
 
 
 class WeightRegistry:
-    """The newest (version, [ObjectRef]); kept alive here so the object outlives the trainer's handle."""
+    """The newest (version, [ObjectRef]), kept alive here so the object outlives the trainer's handle, and
+    each worker's acknowledged (version, time)."""
 
     def __init__(self) -> None:
         self.version: int | None = None
         self.ref: list[Any] | None = None
+        self.acked: dict[int, tuple[int, float]] = {}
 
     def publish(self, version: int, ref: list[Any]) -> None:
         if self.version is not None and version <= self.version:
@@ -32,6 +36,12 @@ class WeightRegistry:
 
     def latest_version(self) -> int | None:
         return self.version
+
+    def ack(self, worker_id: int, version: int) -> None:
+        self.acked[worker_id] = (version, time.time())
+
+    def acks(self) -> dict[int, tuple[int, float]]:
+        return dict(self.acked)
 
 
 class RayObjectStoreBroadcast(WeightBroadcast):
@@ -66,8 +76,18 @@ class RayObjectStoreBroadcast(WeightBroadcast):
         return version, ray.get(ref[0])
 
     async def areceive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
-        """:meth:`receive` for code running on an event loop (a Ray async actor)."""
         version, ref = await self._handle().latest.remote()
         if version is None or (after is not None and version <= after):
             return None
         return version, await ref[0]
+
+    def ack(self, worker_id: int, version: int) -> None:
+        check_ack(worker_id, version)
+        ray.get(self._handle().ack.remote(worker_id, version))
+
+    async def aack(self, worker_id: int, version: int) -> None:
+        check_ack(worker_id, version)
+        await self._handle().ack.remote(worker_id, version)
+
+    def acks(self) -> dict[int, tuple[int, float]]:
+        return ray.get(self._handle().acks.remote())

@@ -65,7 +65,7 @@ async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_
         await buffer.set_trainer_version.remote(1)
         await worker.run(max_groups=1)
         assert engine.policy_version == 1 and worker.stats["weight_loads"] == 1
-        assert (await buffer.get_worker_versions.remote())[0][0] == 1
+        assert weights.acks()[0][0] == 1
         batch = await buffer.get_batch.remote(1, 1, 5.0)
         assert batch.groups[0].policy_version == 1
         first = next(iter(engine.model.state_dict().values()))
