@@ -12,17 +12,23 @@ sends the raw text and the env server counts an invalid step. With ``retries`` t
 and asked again. A model server that keeps failing raises (the episode ends as ``error`` with the reason);
 one that refuses an image as too large makes the agent shrink the image and ask again.
 
+:meth:`VLMAgent.imitate` takes a given action (an oracle's) as if the model had chosen it: the same prompt
+``act`` builds, the answer written in the agent's coordinate frame by the shared renderer
+(:func:`~mintgym.action_spaces.render_action`, which the parser reads back), and the same history update;
+behaviour-cloning data for a warm start comes from it.
+
     >>> agent = VLMAgent(engine="openai", base_url="http://127.0.0.1:8001/v1")  # doctest: +SKIP
     >>> agent = VLMAgent(engine="hf", model_path="/tmp/tiny-vlm", frame="normalized_1000")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
-from mintgym.action_spaces import InvalidAction
+from mintgym.action_spaces import ActionModel, InvalidAction, render_action
 from mintgym.action_spaces.frames import (
     QWEN_MAX_PIXELS,
     Absolute,
@@ -82,7 +88,11 @@ class VLMAgent:
         max_actions: older answers listed as text (None: all).
         max_pixels: resize screenshots to at most this many pixels (None: as captured).
         max_new_tokens, temperature, top_p: sampling.
+        sampling: all of the sampling at once (a :class:`SamplingParams`; its ``seed`` is not used), instead
+            of ``max_new_tokens``, ``temperature`` and ``top_p``.
         seed: base seed of the per-step sampling seeds (mixed with the episode's seed and the step).
+        seeded: False leaves the requests unseeded, so the engine's own random stream samples: what RL
+            needs, where the G episodes of a group share one task seed and must not answer alike.
         retries: extra requests after an unparseable answer, each told what was wrong.
         system_prompt: replaces the generated instructions before the action list.
         name: the agent's name in trajectories.
@@ -91,13 +101,23 @@ class VLMAgent:
 
     def __init__(self, engine: InferenceEngine | str = "hf", *, frame: str | CoordinateFrame = "absolute",
                  history: int = 1, max_actions: int | None = 30, max_pixels: int | None = None,
-                 max_new_tokens: int = 256, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
+                 max_new_tokens: int | None = None, temperature: float | None = None, top_p: float | None = None,
+                 sampling: SamplingParams | None = None, seed: int | None = None, seeded: bool = True,
                  retries: int = 0, system_prompt: str | None = None, name: str = "vlm", **engine_config: Any):
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
         if max_pixels is not None and max_pixels < 1:
             raise ValueError(f"max_pixels must be a positive number of pixels, got {max_pixels}")
-        self.sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p)
+        given = {k: v for k, v in (("max_new_tokens", max_new_tokens), ("temperature", temperature),
+                                   ("top_p", top_p)) if v is not None}
+        if sampling is not None and given:
+            raise ValueError(f"give sampling or {', '.join(sorted(given))}, not both")
+        if sampling is None:
+            sampling = SamplingParams(**{"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, **given})
+        elif not isinstance(sampling, SamplingParams):
+            raise TypeError(f"sampling must be a SamplingParams, got {type(sampling).__name__}")
+        self.sampling = sampling
+        self.seeded = bool(seeded)
         if isinstance(engine, str):
             self.engine, self._owns_engine = make_engine(engine, **engine_config), True
         elif isinstance(engine, InferenceEngine):
@@ -149,6 +169,35 @@ class VLMAgent:
                 step.extra["image_shrinks"] = shrinks
             self._step += 1
             return step
+
+    async def imitate(self, observation: Observation, action: ActionModel) -> AgentStep | None:
+        """Take ``action`` (screen pixels) as if the model had chosen it on ``observation``.
+
+        The prompt is the one :meth:`act` would send, the text is the action rendered in this step's
+        coordinate frame (what the parser reads back), and the history moves on as after that answer.
+        The step's action is the text parsed back, so a coarse frame's rounding is what gets recorded.
+        Returns None, leaving the history as it was, for an action the agent cannot write: one outside
+        its action set, or off the screen.
+        """
+        if self.context is None:
+            raise RuntimeError("VLMAgent.imitate() called before start()")
+        if not isinstance(action, ActionModel):
+            raise TypeError(f"imitate needs a typed action (ActionModel), got {type(action).__name__}")
+        frame, shown = self.frame_for(observation.screen_size)
+        try:
+            self.context.action_set.validate(action, observation.screen_size)
+            text = render_action(action, frame, observation.screen_size)
+        except (InvalidAction, ValueError):
+            return None
+        parsed, _error = self._parse(text, frame, observation.screen_size)
+        if parsed is None:
+            return None
+        image = resize_image(observation.screenshot, shown)
+        messages = self._messages(observation, frame, shown, image)
+        self._remember(observation, image, text, None)
+        self._step += 1
+        extra: dict[str, Any] = {"frame": frame.spec, "shown_size": list(shown), "imitated": action.to_json()}
+        return AgentStep(action=parsed, text=text, messages=recorded_messages(messages, self._shown), extra=extra)
 
     def close(self) -> None:
         if self._owns_engine:
@@ -202,21 +251,17 @@ class VLMAgent:
 
     def _seed(self, attempt: int) -> int | None:
         ctx = self.context
-        if self.seed is None and (ctx is None or ctx.seed is None):
+        if not self.seeded or (self.seed is None and (ctx is None or ctx.seed is None)):
             return None
         base = (self.seed or 0) * 1_000_003 + ((ctx.seed if ctx and ctx.seed is not None else 0) * 7919)
         return (base + self._step * 101 + attempt) % (2**31 - 1)
 
     async def _decide(self, observation: Observation, frame: CoordinateFrame, shown: tuple[int, int],
                       image: np.ndarray) -> AgentStep:
-        ctx = self.context
-        assert ctx is not None
-        messages = self.history.messages(self.system_text(frame, shown), ctx.instruction or observation.instruction,
-                                         image, self._current_text(observation, frame))
+        messages = self._messages(observation, frame, shown, image)
         attempts: list[dict[str, Any]] = []
         for attempt in range(self.retries + 1):
-            sampling = SamplingParams(self.sampling.max_new_tokens, self.sampling.temperature, self.sampling.top_p,
-                                      seed=self._seed(attempt))
+            sampling = dataclasses.replace(self.sampling, seed=self._seed(attempt))
             [gen] = await self.engine.agenerate([GenerationRequest(messages, sampling)])
             action, error = self._parse(gen.text, frame, observation.screen_size)
             attempts.append({"text": gen.text, "error": error})
@@ -225,8 +270,7 @@ class VLMAgent:
             messages = [*messages, {"role": "assistant", "content": gen.text.strip() or "(empty answer)"},
                         {"role": "user", "content": f"Your answer could not be used: {error}\n"
                                                     "Reply with exactly one valid action."}]
-        self.history.add(Turn(image, gen.text, error))
-        self._shown = [*self._shown, (image, observation.frame_id)][-self.history.images:]
+        self._remember(observation, image, gen.text, error)
         extra: dict[str, Any] = {"frame": frame.spec, "shown_size": list(shown), "finish_reason": gen.finish_reason,
                                  "logprobs_source": gen.logprobs_source,
                                  "model_seconds": gen.timings.get("total")}
@@ -236,6 +280,17 @@ class VLMAgent:
                          response_token_ids=gen.response_token_ids, logprobs=gen.response_logprobs,
                          policy_version=gen.policy_version, extra=extra,
                          messages=recorded_messages(messages, self._shown))
+
+    def _messages(self, observation: Observation, frame: CoordinateFrame, shown: tuple[int, int],
+                  image: np.ndarray) -> list[dict[str, Any]]:
+        ctx = self.context
+        assert ctx is not None
+        return self.history.messages(self.system_text(frame, shown), ctx.instruction or observation.instruction,
+                                     image, self._current_text(observation, frame))
+
+    def _remember(self, observation: Observation, image: np.ndarray, text: str, note: str | None) -> None:
+        self.history.add(Turn(image, text, note))
+        self._shown = [*self._shown, (image, observation.frame_id)][-self.history.images:]
 
     def _parse(self, text: str, frame: CoordinateFrame, screen_size: tuple[int, int]):
         ctx = self.context
