@@ -28,7 +28,7 @@ import math
 from typing import Any
 
 import numpy as np
-from mintgym.action_spaces import ActionModel, InvalidAction, render_action
+from mintgym.action_spaces import ACTION_TYPES, ActionModel, ActionSet, InvalidAction, render_action
 from mintgym.action_spaces.frames import (
     QWEN_MAX_PIXELS,
     Absolute,
@@ -84,6 +84,9 @@ class VLMAgent:
         frame: the coordinate frame the model answers in: a :class:`CoordinateFrame` or its name
             (``absolute``, ``normalized_1000``, ``relative``, ``resized_absolute:WxH``, or bare
             ``resized_absolute`` for Qwen2-VL's own resizing of each screenshot).
+        actions: the action types this agent uses, a subset of the domain's set (None: all of it); the prompt
+            lists only these and an answer with another is invalid. A short list keeps prompts short (a
+            small model's whole context, or CPU time per sequence in training).
         history: screenshots shown per request (the current one and ``history - 1`` before it).
         max_actions: older answers listed as text (None: all).
         max_pixels: resize screenshots to at most this many pixels (None: as captured).
@@ -100,7 +103,7 @@ class VLMAgent:
     """
 
     def __init__(self, engine: InferenceEngine | str = "hf", *, frame: str | CoordinateFrame = "absolute",
-                 history: int = 1, max_actions: int | None = 30, max_pixels: int | None = None,
+                 actions: list[str] | None = None, history: int = 1, max_actions: int | None = 30, max_pixels: int | None = None,
                  max_new_tokens: int | None = None, temperature: float | None = None, top_p: float | None = None,
                  sampling: SamplingParams | None = None, seed: int | None = None, seeded: bool = True,
                  retries: int = 0, system_prompt: str | None = None, name: str = "vlm", **engine_config: Any):
@@ -108,6 +111,12 @@ class VLMAgent:
             raise ValueError(f"retries must be >= 0, got {retries}")
         if max_pixels is not None and max_pixels < 1:
             raise ValueError(f"max_pixels must be a positive number of pixels, got {max_pixels}")
+        if actions is not None:
+            unknown = [a for a in actions if a not in ACTION_TYPES] if isinstance(actions, (list, tuple)) else None
+            if not actions or unknown is None or unknown:
+                raise ValueError(f"actions must be a non-empty list of action types ({', '.join(ACTION_TYPES)}), "
+                                 f"got {actions!r}")
+        self.actions = list(actions) if actions is not None else None
         given = {k: v for k, v in (("max_new_tokens", max_new_tokens), ("temperature", temperature),
                                    ("top_p", top_p)) if v is not None}
         if sampling is not None and given:
@@ -136,6 +145,8 @@ class VLMAgent:
         self.name = name
         self.history = History(history, max_actions)
         self.context: AgentContext | None = None
+        #: The action set of the episode: the domain's, restricted to ``actions``.
+        self.action_set: ActionSet | None = None
         self._step = 0
         #: (image, frame id) of the screenshots the history may still show, to record prompts by frame reference.
         self._shown: list[tuple[np.ndarray, str]] = []
@@ -145,7 +156,13 @@ class VLMAgent:
     # -- the Agent protocol ------------------------------------------------------------------------------
 
     async def start(self, context: AgentContext) -> None:
-        self.context = context
+        domain_set = context.action_set
+        if self.actions is not None:
+            try:
+                domain_set = domain_set.restrict(f"{domain_set.name}[{','.join(self.actions)}]", self.actions)
+            except ValueError as err:
+                raise ValueError(f"VLMAgent actions: {err}") from None
+        self.context, self.action_set = context, domain_set
         self.history.clear()
         self._step = 0
         self._shown = []
@@ -185,7 +202,7 @@ class VLMAgent:
             raise TypeError(f"imitate needs a typed action (ActionModel), got {type(action).__name__}")
         frame, shown = self.frame_for(observation.screen_size)
         try:
-            self.context.action_set.validate(action, observation.screen_size)
+            self.action_set.validate(action, observation.screen_size)
             text = render_action(action, frame, observation.screen_size)
         except (InvalidAction, ValueError):
             return None
@@ -228,7 +245,7 @@ class VLMAgent:
         intro = self.system_prompt or (
             f"You are an agent that completes tasks on a {ctx.domain} screen, one action at a time. "
             f"{DOMAIN_HINTS.get(ctx.domain, '')}".strip())
-        actions = ctx.action_set.describe(frame, screen_size=shown)
+        actions = self.action_set.describe(frame, screen_size=shown)
         return f"{intro}\n\n{actions}\n\nWhen the task is complete, reply with done(...)."
 
     def _current_text(self, observation: Observation, frame: CoordinateFrame) -> str:
@@ -293,10 +310,9 @@ class VLMAgent:
         self._shown = [*self._shown, (image, observation.frame_id)][-self.history.images:]
 
     def _parse(self, text: str, frame: CoordinateFrame, screen_size: tuple[int, int]):
-        ctx = self.context
-        assert ctx is not None
+        assert self.action_set is not None
         try:
-            return ctx.action_set.parse(text, frame=frame, screen_size=screen_size), None
+            return self.action_set.parse(text, frame=frame, screen_size=screen_size), None
         except InvalidAction as err:
             return None, str(err)
 

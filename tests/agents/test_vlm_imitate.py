@@ -125,3 +125,21 @@ async def test_sampling_options_and_unseeded_requests(model_server):
         await agent.act(observation(0))
     seeds = seeds_sent(model_server, "script-unseeded")
     assert seeds[0] is not None and seeds[1] is None
+
+
+async def test_actions_restrict_what_the_prompt_lists_and_the_parser_accepts(model_server):
+    script(model_server, "restricted", ["scroll(x=1, y=1, dy=3)", "click(x=4, y=5)"])
+    agent = await started(VLMAgent(engine(model_server, "script-restricted"), actions=["click", "done"]))
+    system = agent.system_text(*agent.frame_for(SCREEN))
+    assert "click(" in system and "done(" in system and "scroll(" not in system and "goto(" not in system
+    refused = await agent.act(observation(0))
+    assert refused.action is None and "not in the" in refused.error
+    assert (await agent.act(observation(1))).action == Click(x=4, y=5)
+    assert await agent.imitate(observation(2), Type(text="x")) is None
+    with pytest.raises(ValueError, match="actions must be"):
+        VLMAgent(engine(model_server, "script-x"), actions=["click", "teleport"])
+    with pytest.raises(ValueError, match="actions must be"):
+        VLMAgent(engine(model_server, "script-x"), actions=[])
+    pytool = VLMAgent(engine(model_server, "script-x"), actions=["click"])
+    with pytest.raises(ValueError, match="VLMAgent actions: .* has no types"):
+        await pytool.start(context(PYTOOL, "pytool"))
