@@ -16,6 +16,7 @@ import torch
 from mintgym.buffer.store import TrajectoryBuffer
 from mintgym.models.loading import load_model, load_processor
 from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
+from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.local import LocalProvider
 from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.learner import Learner
@@ -26,16 +27,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def null_server(tmp_path_factory):
+    """(tiny model path, a null env server's URL), with a local Ray instance for the worker's buffer actor."""
     from mintgym.models.tiny import build_tiny_vlm
 
-    ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    provider = LocalProvider()
-    handle = provider.start("null")
-    provider.wait_ready(handle, 120)
     path = build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "m", vocab_size=256)
-    yield path, handle.base_url
-    provider.stop(handle)
-    ray.shutdown()
+    ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    try:
+        with start_env_servers(LocalProvider(), "null") as servers:
+            yield path, servers.urls[0]
+    finally:
+        ray.shutdown()
 
 
 async def test_two_turn_vlm_episodes_reach_the_learner_with_their_screenshots(null_server, tmp_path):
