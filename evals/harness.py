@@ -134,7 +134,7 @@ class _EnvServer:
 
     def __init__(self, domain: str, config: EvalConfig):
         self.domain, self.config = domain, config
-        self.provider = self.handle = None
+        self.servers = None
 
     def __enter__(self) -> tuple[str, str | None]:
         url = self.config.env_url
@@ -142,20 +142,17 @@ class _EnvServer:
             url = url.get(self.domain)
         if url:
             return url, self.config.token
+        from mintgym.runtime.fleet import start_env_servers
         from mintgym.runtime.make import provider
 
-        self.provider = provider(self.config.backend)
-        self.handle = self.provider.start(self.domain, token=self.config.token)
-        try:
-            self.provider.wait_ready(self.handle, self.config.ready_timeout)
-        except BaseException:
-            self.provider.stop(self.handle)
-            raise
-        return self.handle.base_url, self.handle.token
+        self.servers = start_env_servers(provider(self.config.backend), self.domain, token=self.config.token,
+                                         ready_timeout=self.config.ready_timeout)
+        [handle] = self.servers.handles
+        return handle.base_url, handle.token
 
     def __exit__(self, *exc: object) -> None:
-        if self.handle is not None:
-            self.provider.stop(self.handle)
+        if self.servers is not None:
+            self.servers.stop()
 
 
 def _record_failure(traj_root: Path, job: EpisodeJob, agent_name: str, reason: str) -> Trajectory:

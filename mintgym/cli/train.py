@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         """Train a policy with async (or sync) RL; resumes from OUT's last checkpoint if there is one."""
         from mintgym.errors import MintGymError
         from mintgym.trainer.config import ConfigError, RunConfig
-        from mintgym.trainer.train import train
+        from mintgym.rl import train
 
         given = {"steps": steps, "mode": mode, "seed": seed, "max_lag": max_lag, "correction": correction,
                  "eval_groups": eval_groups}

@@ -16,6 +16,7 @@ from typing import Any
 from mintgym.allocator import tune_malloc
 from mintgym.env import registration
 from mintgym.errors import RegistrationError
+from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.providers import Provider
 
 PROVIDERS = {
@@ -61,15 +62,15 @@ def make(env_or_task_id: str, backend: str = "local", *, base_url: str | None = 
     if base_url is not None:
         return EnvClient(base_url, domain=domain, task_id=task_id, token=token, encoding=encoding or "png",
                          side_channels=side_channels, env_options=env_options, timeout=timeout)
-    prov = provider(backend, **(backend_options or {}))
-    handle = prov.start(domain, token=token, options={"host_options": host_options or {}})
+    servers = start_env_servers(provider(backend, **(backend_options or {})), domain, token=token,
+                                options={"host_options": host_options or {}}, ready_timeout=ready_timeout)
+    [handle] = servers.handles
     try:
-        prov.wait_ready(handle, ready_timeout)
         # Raw frames cost nothing to encode and are the fastest over loopback; PNG across hosts.
         chosen = encoding or ("raw" if handle.base_url.startswith(("http://127.", "http://localhost")) else "png")
         return EnvClient(handle.base_url, domain=domain, task_id=task_id, token=handle.token or token,
                          encoding=chosen, side_channels=side_channels, env_options=env_options, timeout=timeout,
-                         on_close=lambda: prov.stop(handle))
+                         on_close=servers.stop)
     except BaseException:
-        prov.stop(handle)
+        servers.stop()
         raise

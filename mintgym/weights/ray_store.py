@@ -9,7 +9,8 @@ acknowledged version, which the trainer reads.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import ray

@@ -11,7 +11,7 @@ import pytest
 import ray
 
 from mintgym.trainer.config import RunConfig
-from mintgym.trainer.train import train
+from mintgym.rl import train
 from mintgym.weights.base import WeightSyncTimeout
 
 

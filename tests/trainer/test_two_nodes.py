@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from mintgym.trainer.config import RunConfig
-from mintgym.trainer.train import train
+from mintgym.rl import train
 
 pytestmark = pytest.mark.slow  # two Ray nodes and a few training steps: a minute or more on 2 cores
 

@@ -1,0 +1,170 @@
+"""Layer 7 entry: the RL loop, async (the default) or sync, on one code path. Reads top to bottom.
+
+:class:`~mintgym.rl.components.Run` builds every part from the typed config (env servers by
+``envs[].provider``: local, docker, ray, or given URLs; the weight transport by ``weights.transport``; the
+buffer actor; rollout worker actors placed by ``rollout.worker_resources``; the learner). This loop drives it:
+
+- ``async``: workers play continuously and push groups; each step the trainer takes a mixed batch from
+  the buffer, trains, and publishes weights every ``sync_every`` steps. Workers load them before their
+  next group and acknowledge them to the transport; a publication not loaded by every worker within
+  ``sync_timeout`` fails the run with who is behind and what it was doing.
+- ``sync``: each step the workers play exactly one batch with the current weights, the trainer trains,
+  publishes, and waits (``sync_timeout``) until every worker has loaded the new weights.
+
+A run whose last checkpoint is at ``train.steps`` is finished: calling it again returns at once (raise
+``train.steps`` to continue it).
+
+Launch with ``mintgym train --config examples/quickstart.yaml --out runs/q``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mintgym.rl import wiring
+from mintgym.rl.components import Run
+from mintgym.rl.evaluate import final_eval
+from mintgym.trainer.ckpt import latest_checkpoint
+from mintgym.trainer.config import RunConfig
+from mintgym.trainer.runlog import RunLogger, clock
+
+
+@dataclass
+class RunResult:
+    out_dir: Path
+    steps: int
+    #: The checkpoint step this call resumed from (0: a fresh run).
+    resumed_from: int = 0
+    #: Metrics of every step of this process (resumed runs: from the resume on).
+    history: list[dict[str, float]] = field(default_factory=list)
+    buffer: dict[str, Any] = field(default_factory=dict)
+    worker_restarts: int = 0
+    seconds: float = 0.0
+    #: ``train.eval_groups``: the final weights' rewards per domain (see :func:`mintgym.rl.evaluate.final_eval`).
+    final_eval: dict[str, Any] | None = None
+    #: The run had reached ``train.steps`` already: nothing was started.
+    finished: bool = False
+
+    def mean_reward(self, first: bool, k: int = 3) -> float:
+        rows = [h["reward/mean"] for h in self.history if not math.isnan(h.get("reward/mean", math.nan))]
+        rows = rows[:k] if first else rows[-k:]
+        return sum(rows) / len(rows) if rows else math.nan
+
+
+def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = None,
+          log: Callable[[str], None] = print, after_step: Callable[[Run, dict], None] | None = None) -> RunResult:
+    """Run (or resume from ``out``'s last checkpoint) until ``cfg.train.steps`` (or ``max_steps`` this call)."""
+    import ray
+
+    # -- a finished run, or the parts of a new or resumed one --------------------------------------------
+    out = Path(out)
+    done = wiring.finished_step(cfg, out)
+    if done is not None:
+        log(f"{out} is finished: its last checkpoint is at step {done} of train.steps {cfg.train.steps}; "
+            f"nothing to do (raise train.steps, e.g. --steps {done + cfg.train.steps}, to train further)")
+        return RunResult(out, done, resumed_from=done, finished=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+    t_start = time.monotonic()
+    run = Run(cfg, out, log)
+    try:
+        logger = RunLogger(out, cfg.domains, start_step=run.step, wandb=cfg.log.wandb, config=cfg.to_dict())
+    except BaseException:
+        run.close(fast=True)
+        raise
+    if logger.rolled_back:
+        log(f"{logger.rolled_back} metrics rows past step {run.step} (not checkpointed) moved to "
+            "metrics.rolled_back.jsonl")
+    result = RunResult(out, run.step, resumed_from=run.step)
+    tc = cfg.train
+    interrupted = False
+    try:
+        # -- the steps ---------------------------------------------------------------------------------
+        if tc.mode == "async":
+            run.start_workers()
+        end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
+        first_step, t_loop = run.step, time.monotonic()
+        while run.step < end:
+            t0 = time.monotonic()
+            version = run.learner.version
+            if tc.mode == "sync":
+                run.collect(tc.groups_per_step)
+                batch = ray.get(run.buffer.get_batch.remote(tc.groups_per_step, version, 0.0))
+            else:
+                run.check_workers()
+                ref = run.buffer.get_batch.remote(tc.groups_per_step, version, tc.batch_timeout)
+                while not ray.wait([ref], timeout=1.0)[0]:
+                    run.check_workers()
+                    run.sync.check()
+                batch = ray.get(ref)
+            t_batch = time.monotonic()
+            metrics = run.learner.step(batch)
+            run.step += 1
+            ray.get(run.buffer.set_trainer_version.remote(run.learner.version))
+            if run.step % tc.sync_every == 0 or run.step == end:
+                run.publish()
+                if tc.mode == "sync":
+                    run.sync.wait_all()
+                else:
+                    run.sync.check()
+            elapsed = time.monotonic() - t0
+            metrics.update({"time/step": elapsed, "time/wait_batch": t_batch - t0,
+                            "time/train": time.monotonic() - t_batch,
+                            "throughput/samples_per_s": metrics.get("samples", 0.0) / max(elapsed, 1e-9),
+                            "version": float(run.learner.version)})
+            stats = ray.get(run.buffer.stats.remote())
+            for k, v in stats["counts"].items():
+                metrics[f"buffer/{k}"] = float(v)
+            metrics["workers/restarts"] = float(run.restarts)
+            result.history.append(metrics)
+            logger.write(run.step, metrics)
+            every = cfg.log.sample_episodes_every
+            if every and run.step % every == 0:  # after the step's timings: not counted in time/step
+                _write_samples(run, batch)
+            per_step = (time.monotonic() - t_loop) / (run.step - first_step)
+            log(logger.progress(run.step, end, metrics, elapsed=time.monotonic() - t_start,
+                                eta=per_step * (end - run.step)))
+            if tc.checkpoint_every and run.step % tc.checkpoint_every == 0:
+                run.checkpoint()
+            if after_step is not None:
+                after_step(run, metrics)
+        # -- the end: checkpoint, final eval -----------------------------------------------------------
+        run.checkpoint()
+        result.steps = run.step
+        result.buffer = ray.get(run.buffer.stats.remote())
+        result.worker_restarts = run.restarts
+        if tc.eval_groups:
+            result.final_eval = final_eval(run, tc.eval_groups)
+            (out / "final_eval.json").write_text(json.dumps(result.final_eval, indent=2))
+            log(f"final eval of version {result.final_eval['version']}: " + ", ".join(
+                f"{d} {v['mean_reward']:.2f} ({v['episodes']} episodes)"
+                for d, v in result.final_eval["domains"].items()))
+    except KeyboardInterrupt:
+        interrupted = True
+        last = latest_checkpoint(out)
+        log(f"interrupted at step {run.step}: stopping workers and env servers; "
+            + (f"run again with the same --out to resume from {last.name}" if last else "no checkpoint yet"))
+        raise
+    finally:
+        logger.close()
+        run.close(fast=interrupted)
+    logger.plot(out / "reward_curve.png")
+    result.seconds = time.monotonic() - t_start
+    log(f"finished step {result.steps}/{tc.steps} in {clock(result.seconds)}")
+    return result
+
+
+def _write_samples(run: Run, batch: Any) -> None:
+    from mintgym.trainer.samples import write_sample_episodes
+
+    cfg = run.cfg
+    write_sample_episodes(run.out, run.step, batch, n=cfg.log.sample_episodes,
+                          tokenizer=getattr(run.learner.processor, "tokenizer", None), agent=cfg.agent.kind,
+                          advantage=cfg.train.advantage, scale=cfg.train.scale_advantages)

@@ -1,0 +1,90 @@
+"""Layer 7: publishing the learner's weights and checking that every rollout worker loaded them.
+
+The weight transport carries the versions and the workers' acknowledgements; this module decides when a
+version is sent (``sync_every``, ``publish_delay``) and how long the trainer tolerates a worker behind it
+(``sync_timeout``), failing the run with who is behind and what it was doing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from mintgym.trainer.config import TrainConfig
+from mintgym.weights.base import WeightBroadcast, WeightSyncTimeout
+
+
+class WeightSync:
+    """The trainer's side of the weight traffic: ``publish`` versions, ``check`` the workers' acks."""
+
+    def __init__(self, weights: WeightBroadcast, train: TrainConfig, workers: list[Any]):
+        self.weights, self.train, self.workers = weights, train, workers
+        self.published = -1
+        #: Versions trained but not yet published (``publish_delay``), oldest first.
+        self.held: list[tuple[int, dict[str, torch.Tensor]]] = []
+        #: Published versions some worker has not acknowledged yet, with when they were sent.
+        self.pending: list[tuple[int, float]] = []
+
+    def send_first(self, version: int, state: Mapping[str, torch.Tensor]) -> None:
+        """The weights workers start from (no worker is waited for)."""
+        self.weights.send(version, state)
+        self.published = version
+
+    def publish(self, version: int, state: Mapping[str, torch.Tensor], final: bool = False) -> None:
+        """Send ``version``, or with ``publish_delay`` the one that many versions older (``final``: this one
+        regardless, for the final evaluation)."""
+        delay = self.train.publish_delay
+        if delay and not final:
+            self.held.append((version, {k: v.clone() for k, v in state.items()}))
+            due = [h for h in self.held if h[0] <= version - delay]
+            if not due:
+                return
+            version, state = due[-1]
+            self.held = [h for h in self.held if h[0] > version]
+        if version <= self.published:
+            return
+        self.weights.send(version, state)
+        self.published = version
+        self.pending.append((version, time.monotonic()))
+
+    def wait_all(self) -> None:
+        """Have every worker load the newest weights now; WeightSyncTimeout after ``sync_timeout``."""
+        import ray
+
+        refs = [w.sync_weights.remote() for w in self.workers]
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=self.train.sync_timeout)
+        if len(done) < len(refs):
+            self._failed(self.published, self.train.sync_timeout)
+        self.pending.clear()
+
+    def check(self) -> None:
+        """Forget versions every worker acknowledged; WeightSyncTimeout for one older than ``sync_timeout``."""
+        if not self.pending:
+            return
+        acks = self.weights.acks()
+        oldest = min((acks.get(i, (-1, 0.0))[0] for i in range(len(self.workers))), default=-1)
+        self.pending = [(v, t) for v, t in self.pending if v > oldest]
+        for v, t in self.pending:
+            if time.monotonic() - t > self.train.sync_timeout:
+                self._failed(v, time.monotonic() - t)
+
+    def _failed(self, version: int, waited: float) -> None:
+        import ray
+
+        acks = self.weights.acks()
+        lines = []
+        for i, w in enumerate(self.workers):
+            have = acks.get(i, (None, 0.0))[0]
+            try:
+                status = ray.get(w.status.remote(), timeout=5)
+                doing = f"{status['in_flight']} episodes in flight, {status['groups']} groups pushed"
+            except Exception as err:  # the report must name the worker even when it cannot answer
+                doing = f"not answering ({type(err).__name__})"
+            if have is None or have < version:
+                lines.append(f"worker {i} still at version {have} ({doing})")
+        raise WeightSyncTimeout(f"weights version {version} not loaded by every engine after {waited:.0f}s "
+                                f"(sync_timeout={self.train.sync_timeout}s); the trainer was waiting on: "
+                                + "; ".join(lines or ["(all caught up just now)"]))

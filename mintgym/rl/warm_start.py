@@ -1,0 +1,92 @@
+"""The supervised warm start of a fresh run (``warm_start`` in the run config), between the learner's
+creation and the first weights the samplers get.
+
+With ``oracle: true`` the run first plays every task's oracle (the scripted agent, acting through the same
+pixel actions) on the task's training seeds through the run's own env servers, into
+``<out>/warm_start/oracle``; those episodes are replayed through the run's agent
+(:mod:`mintgym.trajectory.imitation`) into ``<out>/warm_start/dataset``, the same dataset
+``mintgym export <out>/warm_start/oracle --agent KIND`` writes. Then ``steps`` supervised steps
+(:mod:`mintgym.trainer.sft`) train the learner's model on it. Held-out ``eval_seeds`` are never played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from mintgym.errors import MintGymError
+from mintgym.trainer.config import RunConfig
+
+
+def student_factory(cfg: RunConfig, engine: Any) -> Callable[[], Any]:
+    """New agents of the run's kind and options (as the rollout workers make them) over ``engine``."""
+    from mintgym.rollout.ray_worker import WorkerSpec, make_episode_agent
+
+    spec = WorkerSpec(worker_id=0, model_path="", tasks=[], env_urls={}, agent=cfg.agent.kind,
+                      agent_options=cfg.agent.options, max_new_tokens=cfg.rollout.max_new_tokens,
+                      temperature=cfg.rollout.temperature)
+    return lambda: make_episode_agent(spec, engine)
+
+
+def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path) -> dict[str, int]:
+    """Play each task's oracle once on each training seed into ``run_dir``; returns {task: successes}."""
+    from mintgym.agents import make_agent
+    from mintgym.rollout.runner import EpisodeJob, run_jobs
+
+    successes: dict[str, int] = {}
+    for task in cfg.tasks:
+        if not task.seeds:
+            raise MintGymError(f"warm_start.oracle: task {task.id} lists no training seeds to play the oracle on")
+        jobs = [EpisodeJob(task.id, seed, key=f"{task.id.replace('/', '.')}-seed{seed}") for seed in task.seeds]
+        url = env_urls[task.domain][0]
+        trajectories = asyncio.run(run_jobs(url, jobs, lambda: make_agent("scripted"), concurrency=2,
+                                            run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout))
+        successes[task.id] = sum(t.success for t in trajectories)
+        if not successes[task.id]:
+            raise MintGymError(f"warm_start.oracle: the oracle of {task.id} solved none of its {len(jobs)} "
+                               f"training seeds (episodes in {run_dir}); nothing to learn from")
+    return successes
+
+
+def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, list[str]], out: Path,
+               log: Callable[[str], None]) -> dict[str, Any] | None:
+    """Run the configured warm start on ``model`` in place; returns its summary (None: not configured). The
+    summary also goes to ``<out>/warm_start/summary.json``."""
+    import datasets
+
+    from mintgym.inference.hf import HFEngine
+    from mintgym.trainer.sft import dataset_sequences, supervised_steps
+    from mintgym.trajectory.imitation import imitation_dataset
+
+    ws = cfg.warm_start
+    if not ws.steps:
+        return None
+    folder = out / "warm_start"
+    summary: dict[str, Any] = {"steps": ws.steps, "lr": ws.lr, "batch_size": ws.batch_size}
+    if ws.oracle:
+        path = folder / "dataset"
+        if not (path / "dataset_info.json").exists():
+            episodes = folder / "oracle"
+            summary["oracle_successes"] = play_oracle(cfg, env_urls, episodes)
+            engine = HFEngine(model=model, processor=processor)
+            imitation_dataset(episodes, student_factory(cfg, engine)).save_to_disk(str(path))
+    else:
+        path = Path(ws.dataset).expanduser()
+        if not path.is_dir():
+            raise MintGymError(f"warm_start.dataset: no dataset at {path} (write one with `mintgym export RUN "
+                               f"--out {path} --agent {cfg.agent.kind}`)")
+    datasets.disable_progress_bars()
+    dataset = datasets.load_from_disk(str(path))
+    sequences = dataset_sequences(dataset, model, processor)
+    every = max(1, ws.steps // 10)
+    losses = supervised_steps(model, sequences, steps=ws.steps, lr=ws.lr, batch_size=ws.batch_size,
+                              seed=cfg.train.seed,
+                              log=lambda k, loss: k % every == 0 and log(f"warm start step {k}/{ws.steps}: "
+                                                                         f"loss {loss:.3f}"))
+    summary.update(dataset=str(path), examples=len(sequences), first_loss=losses[0], last_loss=losses[-1],
+                   losses=losses)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

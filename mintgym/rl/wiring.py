@@ -1,0 +1,138 @@
+"""Layer 7: from the typed run config to the parts of a run: the model, env servers, weight transport, Ray.
+
+Each function reads one part of :class:`~mintgym.trainer.config.RunConfig` and builds that part; nothing
+here holds state. :mod:`mintgym.rl.components` calls them in order and owns what they return.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import torch
+
+from mintgym.errors import MintGymError
+from mintgym.runtime.fleet import ServerGroup, start_env_servers
+from mintgym.runtime.providers import Provider
+from mintgym.trainer.ckpt import checkpoint_step, latest_checkpoint
+from mintgym.trainer.config import EnvConfig, RunConfig
+from mintgym.weights.base import WeightBroadcast
+
+
+def model_path(cfg: RunConfig) -> str:
+    """The model's folder, building the tiny model there first if ``model.build_tiny`` asks for it."""
+    path = Path(cfg.model.path).expanduser()
+    if cfg.model.build_tiny and not (path / "config.json").exists():
+        from mintgym.models.tiny import build_tiny_vlm
+
+        build_tiny_vlm(path, seed=cfg.model.tiny_seed, **cfg.model.tiny_options)
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"no model at {path} (set model.build_tiny: true to build the tiny one)")
+    return str(path)
+
+
+def env_provider(env: EnvConfig) -> Provider:
+    """The provider that runs ``env``'s servers. Rollout workers reach env servers without a bearer token,
+    so servers are bound on loopback: ray servers on their node's 127.0.0.1 (place the workers on the same
+    nodes by resources), docker containers on the host network."""
+    from mintgym.runtime.make import provider
+    from mintgym.server.serve import is_loopback
+
+    options = dict(env.provider_options)
+    if env.provider == "ray":
+        options.setdefault("bind", "127.0.0.1")
+        if not is_loopback(options["bind"]):
+            raise MintGymError(f"envs[{env.domain}]: ray env servers bound on {options['bind']} need a bearer "
+                               "token, which rollout workers cannot send yet; bind 127.0.0.1 and place the "
+                               "workers on the servers' nodes (rollout.worker_resources)")
+        options.update(num_cpus=env.num_cpus or 0.0, resources=env.resources)
+    elif env.provider == "docker":
+        options.setdefault("network", "host")
+        if options["network"] != "host":
+            raise MintGymError(f"envs[{env.domain}]: docker network {options['network']!r} needs a bearer token, "
+                               "which rollout workers cannot send yet; use provider_options: {network: host}")
+    return provider(env.provider, **options)
+
+
+def env_servers(cfg: RunConfig, groups: list[ServerGroup]) -> dict[str, list[str]]:
+    """Every domain's server URLs: given ``urls``, or servers started here. Each started group is appended
+    to ``groups`` as soon as it is up, so the caller stops it even when a later domain fails."""
+    urls: dict[str, list[str]] = {}
+    for domain in cfg.domains:
+        env = cfg.env_for(domain)
+        if env.urls:
+            urls[domain] = list(env.urls)
+            continue
+        group = start_env_servers(env_provider(env), domain, env.servers,
+                                  options={"host_options": env.host_options})
+        groups.append(group)
+        urls[domain] = group.urls
+    return urls
+
+
+def weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
+    """The transport ``weights.transport`` names, with no version published and no acknowledgement yet."""
+    transport = cfg.weights.transport
+    if transport == "ray":
+        from mintgym.weights.ray_store import RayObjectStoreBroadcast
+
+        return RayObjectStoreBroadcast(name=f"mintgym-weights-{uuid.uuid4().hex[:8]}")
+    if transport == "filesystem":
+        from mintgym.weights.filesystem import FilesystemBroadcast
+
+        folder = Path(cfg.weights.folder).expanduser() if cfg.weights.folder else out / "weights"
+        broadcast = FilesystemBroadcast(folder, keep=cfg.weights.keep)
+        broadcast.reset()  # versions restart from the checkpoint's; engines then load the first send
+        return broadcast
+    if not torch.cuda.is_available():
+        raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not available on CPU: it "
+                           "needs CUDA GPUs; use weights.transport: ray or filesystem")
+    raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not wired yet; use "
+                       "weights.transport: ray (vllm engines load those weights through collective_rpc)")
+
+
+def finished_step(cfg: RunConfig, out: Path) -> int | None:
+    """The last checkpoint's step if it reached ``train.steps`` (the run is finished), else None."""
+    last = latest_checkpoint(out)
+    step = checkpoint_step(last) if last is not None else None
+    return step if step is not None and step >= cfg.train.steps else None
+
+
+def start_ray(cfg: RunConfig, out: Path) -> bool:
+    """Start a new local Ray instance (or join ``ray_address``) unless this process has one; True if started."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    with ray_quiet(out, not cfg.log.ray):  # Ray's own lines reach the console with log.ray only
+        ray.init(address=cfg.ray_address or "local", include_dashboard=False, log_to_driver=cfg.log.ray,
+                 configure_logging=cfg.log.ray, **({} if cfg.ray_address else {"num_cpus": 2}))
+    return True
+
+
+@contextlib.contextmanager
+def ray_quiet(out: Path, quiet: bool):
+    """While Ray starts and creates actors, send what it prints (Python warnings such as the token-auth notice,
+    and its C++ core's log lines, written straight to file descriptor 2) to ``<out>/ray.log``, not the
+    console. ``log.ray: true`` (``--verbose``) leaves them on the console."""
+    if not quiet:
+        yield
+        return
+    ray_logger = logging.getLogger("ray")
+    level = ray_logger.level
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(out / "ray.log", "ab") as sink:
+        os.dup2(sink.fileno(), 2)
+        ray_logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            ray_logger.setLevel(level)

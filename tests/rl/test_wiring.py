@@ -1,0 +1,72 @@
+"""What the run config chooses without starting anything: providers, weight transports, Ray's console output."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mintgym.errors import MintGymError
+from mintgym.rl.wiring import env_provider, weight_transport
+from mintgym.trainer.config import EnvConfig, RunConfig
+
+BASE = {"model": {"path": "/m"}, "tasks": [{"id": "null/echo"}]}
+
+
+def test_each_domain_gets_the_provider_its_config_names():
+    from mintgym.runtime.local import LocalProvider
+    from mintgym.runtime.ray import RayProvider
+
+    assert isinstance(env_provider(EnvConfig(domain="null")), LocalProvider)
+    ray_servers = env_provider(EnvConfig(domain="web", provider="ray", num_cpus=2, resources={"envnode": 1},
+                                      provider_options={"scheduling": "DEFAULT"}))
+    assert isinstance(ray_servers, RayProvider)
+    assert (ray_servers.num_cpus, ray_servers.resources, ray_servers.bind, ray_servers.scheduling) == (
+        2.0, {"envnode": 1.0}, "127.0.0.1", "DEFAULT")
+
+
+def test_settings_that_need_a_token_are_refused_by_name():
+    with pytest.raises(MintGymError, match=r"envs\[web\]: ray env servers bound on 0.0.0.0 need a bearer token"):
+        env_provider(EnvConfig(domain="web", provider="ray", provider_options={"bind": "0.0.0.0"}))
+    with pytest.raises(MintGymError, match=r"envs\[web\]: docker network 'bridge' needs a bearer token"):
+        env_provider(EnvConfig(domain="web", provider="docker", provider_options={"network": "bridge"}))
+
+
+def test_filesystem_transport_starts_over_in_the_run_folder(tmp_path):
+    from mintgym.weights import FilesystemBroadcast
+
+    cfg = RunConfig.from_dict({**BASE, "weights": {"transport": "filesystem", "keep": 3}})
+    old = FilesystemBroadcast(tmp_path / "weights")
+    old.send(7, {"w": torch.ones(2)})  # left by the run before a resume
+    broadcast = weight_transport(cfg, tmp_path)
+    assert isinstance(broadcast, FilesystemBroadcast) and broadcast.keep == 3
+    assert broadcast.latest_version() is None and not list((tmp_path / "weights").glob("weights-*.npz"))
+    broadcast.send(2, {"w": torch.zeros(2)})  # the checkpoint's version, lower than the stale 7
+    assert broadcast.receive()[0] == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU message")
+def test_vllm_transport_is_a_clear_error_on_cpu(tmp_path):
+    cfg = RunConfig.from_dict({**BASE, "engine": {"name": "vllm"}, "weights": {"transport": "vllm"}})
+    with pytest.raises(MintGymError, match="not available on CPU: it needs CUDA GPUs; use weights.transport: ray"):
+        weight_transport(cfg, tmp_path)
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_ray_output_goes_to_the_run_log_unless_asked(tmp_path, capfd, caplog, quiet):
+    import logging
+    import os
+
+    from mintgym.rl.wiring import ray_quiet
+
+    before = logging.getLogger("ray").level  # ray sets its own level once imported (earlier tests may have)
+    with ray_quiet(tmp_path, quiet):
+        os.write(2, b"[E core_worker.cc] from Ray's C++ core\n")
+        logging.getLogger("ray._private.authentication").warning("Token authentication is enabled")
+    os.write(2, b"ours, after\n")
+    console = capfd.readouterr().err
+    assert "ours, after" in console
+    assert ("core_worker.cc" in console) is not quiet
+    assert ("Token authentication" in caplog.text) is not quiet
+    if quiet:
+        assert "from Ray's C++ core" in (tmp_path / "ray.log").read_text()
+    assert logging.getLogger("ray").level == before  # restored
