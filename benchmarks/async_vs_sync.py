@@ -5,9 +5,11 @@ Throughput: the quickstart's tiny policy on its tasks (``pytool/count-shapes-0``
 the worker, mean ``--step-seconds``, sigma ``--step-sigma``, on top of the envs' own tens of
 milliseconds; a missed click is followed by a ``done`` step, which waits too). For sync mode and for
 async mode at each ``--lags`` value it runs ``--steps`` trainer steps and reports samples/s and train
-steps/s over the steps after the first (warm-up), then the async/sync ratio.
+steps/s over the steps after the first (warm-up), where the trainer's step time went (waiting for the
+batch, training), the buffer's admission denials, stale drops and the lags the batches were trained at,
+then the async/sync ratios side by side.
 
-    .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, about 6 minutes here
+    .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, 4-6 minutes on an idle box
     .venv/bin/python benchmarks/async_vs_sync.py --lag-study     # final reward per (lag, correction); ~40 min
 
 Numbers depend on the machine; on a shared 2-core box run nothing else meanwhile.
@@ -21,6 +23,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,19 +54,29 @@ def throughput(args) -> list[dict]:
         timed = result.history[1:]
         seconds = sum(m["time/step"] for m in timed)
         samples = sum(m["samples"] for m in timed)
+        counts = result.buffer["counts"]
         row = {"mode": mode, "max_lag": lag if mode == "async" else None, "steps": len(timed),
                "samples_per_s": samples / seconds, "steps_per_s": len(timed) / seconds,
+               "wait_s": statistics.mean(m["time/wait_batch"] for m in timed),
+               "train_s": statistics.mean(m["time/train"] for m in timed),
                "mean_lag": statistics.mean(m["lag/mean"] for m in timed),
-               "denied": result.buffer["counts"]["denied"],
-               "dropped_stale": sum(d["dropped_stale"] for d in result.buffer["domains"].values())}
+               "consumed_lags": result.buffer.get("consumed_lags", {}),
+               "admitted": counts["admitted"], "denied": counts["denied"],
+               "dropped_stale": sum(d["dropped_stale"] for d in result.buffer["domains"].values()),
+               "run_s": result.seconds}
         rows.append(row)
-        print(f"{mode:5s} max_lag={str(row['max_lag']):4s} samples/s={row['samples_per_s']:6.2f} "
-              f"steps/s={row['steps_per_s']:.3f} mean lag={row['mean_lag']:.2f} "
-              f"admission denials={row['denied']} stale drops={row['dropped_stale']}", flush=True)
+        print(f"{mode:5s} max_lag={row['max_lag']!s:4s} samples/s={row['samples_per_s']:6.2f} "
+              f"steps/s={row['steps_per_s']:.3f} (per step: {row['wait_s']:.1f} s waiting for the batch, "
+              f"{row['train_s']:.1f} s training) mean lag={row['mean_lag']:.2f} admitted={row['admitted']} "
+              f"denied={row['denied']} stale drops={row['dropped_stale']} run {row['run_s']:.0f} s", flush=True)
     sync = rows[0]
-    for row in rows[1:]:
-        print(f"async max_lag={row['max_lag']}: {row['samples_per_s'] / sync['samples_per_s']:.2f}x sync samples/s, "
-              f"{row['steps_per_s'] / sync['steps_per_s']:.2f}x sync steps/s")
+    print(f"\n{'mode':16s} {'samples/s':>9s} {'x sync':>7s} {'steps/s':>8s} {'x sync':>7s} {'mean lag':>8s} "
+          f"{'stale drops':>11s}")
+    for row in rows:
+        name = "sync" if row["mode"] == "sync" else f"async max_lag {row['max_lag']}"
+        print(f"{name:16s} {row['samples_per_s']:9.2f} {row['samples_per_s'] / sync['samples_per_s']:6.2f}x "
+              f"{row['steps_per_s']:8.3f} {row['steps_per_s'] / sync['steps_per_s']:6.2f}x {row['mean_lag']:8.2f} "
+              f"{row['dropped_stale']:11d}")
     return rows
 
 
@@ -130,10 +143,12 @@ def main(argv: list[str] | None = None) -> None:
     import ray
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    started = time.monotonic()
     try:
         rows = lag_study(args) if args.lag_study else throughput(args)
     finally:
         ray.shutdown()
+    print(f"benchmark took {time.monotonic() - started:.0f} s")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

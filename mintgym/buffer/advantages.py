@@ -11,7 +11,8 @@ are all equal gets zero advantages under both.
 from __future__ import annotations
 
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 AdvantageKind = Literal["grpo", "rloo"]
 

@@ -14,7 +14,7 @@ the gap empty and it is counted as ``shortfall``: another domain's groups never 
 from __future__ import annotations
 
 from collections import deque
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from mintgym.buffer.types import Batch, DomainStats, Group
 
@@ -40,6 +40,8 @@ class DomainMixer:
         self.weights = {d: float(weights.get(d, 0.0)) for d in self.domains}
         self.max_lag = max_lag
         self.queues: dict[str, deque[Group]] = {d: deque() for d in self.domains}
+        #: Groups dropped stale since the last batch was built (by ``ready`` or ``build``), per domain.
+        self._dropped: dict[str, int] = {d: 0 for d in self.domains}
         #: Cumulative accounting per domain since the start of the run (checkpointed).
         self.totals: dict[str, DomainStats] = {d: DomainStats() for d in self.domains}
 
@@ -74,6 +76,7 @@ class DomainMixer:
             dropped[d] = len(queue) - len(kept)
             self.queues[d] = kept
             self.totals[d].dropped_stale += dropped[d]
+            self._dropped[d] += dropped[d]
         return dropped
 
     def ready(self, n: int, trainer_version: int) -> bool:
@@ -82,8 +85,10 @@ class DomainMixer:
         return all(len(self.queues[d]) >= q for d, q in self.quotas(n).items())
 
     def build(self, n: int, trainer_version: int) -> Batch:
-        """Take a batch of up to ``n`` groups by quota; the unfilled part is counted, not refilled."""
-        dropped = self.drop_stale(trainer_version)
+        """Take a batch of up to ``n`` groups by quota; the unfilled part is counted, not refilled. The batch's
+        ``dropped_stale`` counts every group dropped since the previous batch (by ``ready`` too)."""
+        self.drop_stale(trainer_version)
+        dropped, self._dropped = self._dropped, {d: 0 for d in self.domains}
         groups: list[Group] = []
         stats: dict[str, DomainStats] = {}
         for d, quota in self.quotas(n).items():

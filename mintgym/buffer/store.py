@@ -1,12 +1,25 @@
 """Layer 5: the trajectory buffer between rollout workers and the trainer (a Ray actor in a run).
 
 Workers ``admit`` before starting a group of episodes and ``push`` the finished :class:`Group`; the trainer
-``get_batch``es. Admission control bounds the lag before any work is spent: a group is admitted only if
-the weights it would be sampled with are at most ``max_lag`` versions behind the version the trainer
-will have when it trains on it, estimated from the groups already consumed, queued and in flight
-(``(consumed + queued + reserved) // groups_per_step``). The mixer then drops, at batch time, whatever
-is still too old. Every outcome is counted: admitted, denied, pushed, lost (a worker died with the
-reservation open, or a resume found it open), consumed, dropped stale, shortfall.
+``get_batch``es. The lag bound (a group sampled with weights ``v`` is trained at a trainer version of at
+most ``v + max_lag``) is enforced where it is certain, at consumption: ``get_batch`` drops every queued
+group whose lag at the version it is trained at exceeds ``max_lag`` (counted ``dropped_stale``, in total
+and per domain), so no group is ever trained on beyond the bound, whatever happened before.
+
+Admission only avoids spending work on groups that will surely be dropped. A group is admitted when the
+version it would be consumed at, estimated from the work that will actually be consumed ahead of it, is
+within its bound: the groups already consumed, the queued groups still within the bound, and the groups
+in flight on weights at least as new as its own (``estimated_version``). Groups in flight on older
+weights are left out on purpose: they are the stragglers of earlier versions, trained if they arrive in
+time and dropped if not, and counting them (as a first-in-first-out estimate does) keeps rollout slots
+idle exactly when fresh weights could fill them. A group already beyond the bound at the trainer's
+current version is never admitted.
+
+Every outcome is counted (``stats()``, and the checkpoint's ``state_dict``): ``admitted`` and ``denied``;
+an admitted group ends ``pushed``, ``lost`` (released by its worker, or its worker restarted with it
+open) or still reserved; a pushed group ends ``consumed``, ``dropped_stale`` or still queued; a resume
+counts what was queued or reserved at the checkpoint ``lost_on_resume``. ``consumed_lags`` counts the
+consumed groups per lag at consumption.
 
 With ``own_images=True`` (a Ray actor in a run) ``push`` puts each screenshot array into Ray's object store
 itself and keeps the reference, so the buffer, not the worker that made them, owns the images: a worker
@@ -18,8 +31,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from mintgym.buffer.mixer import DomainMixer
 from mintgym.buffer.types import Batch, DomainStats, Group
@@ -29,21 +43,29 @@ class TrajectoryBuffer:
     """Holds groups per domain and the run's accounting; see the module docstring."""
 
     def __init__(self, domains: Sequence[str], *, groups_per_step: int, max_lag: int | None = None,
-                 weights: Mapping[str, float] | None = None, own_images: bool = False):
+                 weights: Mapping[str, float] | None = None, own_images: bool = False,
+                 admission_hold: float = 0.25, max_held: int = 16):
         if groups_per_step < 1:
             raise ValueError(f"groups_per_step must be >= 1, got {groups_per_step}")
+        if admission_hold < 0 or max_held < 0:
+            raise ValueError(f"admission_hold and max_held must be >= 0, got {admission_hold} and {max_held}")
         self.mixer = DomainMixer(domains, weights, max_lag)
         self.groups_per_step = groups_per_step
         self.max_lag = max_lag
         self.own_images = own_images
+        #: Seconds a denied ``admit`` call waits for room before answering None, at most ``max_held`` at once.
+        self.admission_hold, self.max_held = admission_hold, max_held
+        self._held = 0
         self.trainer_version = 0
         self._reservations: dict[int, tuple[int, int]] = {}  # id -> (worker id, policy version)
         self._ids = itertools.count()
-        self._arrived: asyncio.Event | None = None
+        #: Set (and replaced) on every change that can fill a batch or make room for a group.
+        self._changed: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         self.counts: dict[str, int] = {"admitted": 0, "denied": 0, "pushed": 0, "pushed_samples": 0, "lost": 0,
                                        "lost_on_resume": 0, "consumed": 0, "consumed_samples": 0,
-                                       "late_push": 0, "worker_registrations": 0}
-        self.worker_versions: dict[int, tuple[int, float]] = {}
+                                       "dropped_stale": 0, "late_push": 0, "worker_registrations": 0}
+        #: Consumed groups per lag at consumption (trainer version minus the group's oldest turn's version).
+        self.consumed_lags: dict[int, int] = {}
         self.worker_restarts: dict[int, int] = {}
 
     # -- workers --------------------------------------------------------------------------------------
@@ -51,25 +73,55 @@ class TrajectoryBuffer:
     def register_worker(self, worker_id: int) -> int:
         """A worker (re)starts: reservations it still held are counted lost. Returns how many."""
         self.counts["worker_registrations"] += 1
-        if worker_id in self.worker_restarts or worker_id in self.worker_versions:
-            self.worker_restarts[worker_id] = self.worker_restarts.get(worker_id, 0) + 1
+        if worker_id in self.worker_restarts:
+            self.worker_restarts[worker_id] += 1
         else:
-            self.worker_restarts.setdefault(worker_id, 0)
+            self.worker_restarts[worker_id] = 0
         stale = [r for r, (w, _) in self._reservations.items() if w == worker_id]
         for r in stale:
             del self._reservations[r]
         self.counts["lost"] += len(stale)
+        if stale:
+            self._notify()
         return len(stale)
 
-    def planned_version(self) -> int:
-        """The trainer version a group admitted now would be trained at (see the module docstring)."""
-        ahead = self.counts["consumed"] + len(self.mixer) + len(self._reservations)
+    def estimated_version(self, policy_version: int) -> int:
+        """The trainer version a group sampled at ``policy_version`` and admitted now would be consumed at:
+        the groups consumed, the queued ones still within the bound and those in flight on weights at least
+        as new, ``groups_per_step`` to a version (see the module docstring)."""
+        queued = sum(1 for q in self.mixer.queues.values() for g in q
+                     if self.max_lag is None or g.lag(self.trainer_version) <= self.max_lag)
+        in_flight = sum(1 for _, version in self._reservations.values() if version >= policy_version)
+        ahead = self.counts["consumed"] + queued + in_flight
         return max(self.trainer_version, ahead // self.groups_per_step)
 
-    def admit(self, worker_id: int, policy_version: int) -> int | None:
-        """A reservation id for one group sampled at ``policy_version``, or None (counted) when too stale."""
-        if self.max_lag is not None and self.planned_version() - policy_version > self.max_lag:
+    async def admit(self, worker_id: int, policy_version: int) -> int | None:
+        """A reservation id for one group sampled at ``policy_version``, or None (counted ``denied``) when
+        it would be consumed more than ``max_lag`` versions later.
+
+        A denied call is held up to ``admission_hold`` seconds while room may still appear at this trainer
+        version (a group consumed, pushed or given up): the worker's slot waits here instead of polling the
+        buffer and the weights. A new trainer version answers None at once, so the worker loads the newer
+        weights before asking again."""
+        reservation = self._reserve(worker_id, policy_version)
+        if (reservation is None and self.max_lag is not None and self.admission_hold > 0
+                and self._held < self.max_held and self.trainer_version - policy_version <= self.max_lag):
+            version, deadline = self.trainer_version, time.monotonic() + self.admission_hold
+            self._held += 1
+            try:
+                while reservation is None and self.trainer_version == version:
+                    if not await self._wait_change(deadline - time.monotonic()):
+                        break
+                    if self.trainer_version == version:
+                        reservation = self._reserve(worker_id, policy_version)
+            finally:
+                self._held -= 1
+        if reservation is None:
             self.counts["denied"] += 1
+        return reservation
+
+    def _reserve(self, worker_id: int, policy_version: int) -> int | None:
+        if self.max_lag is not None and self.estimated_version(policy_version) - policy_version > self.max_lag:
             return None
         reservation = next(self._ids)
         self._reservations[reservation] = (worker_id, policy_version)
@@ -80,6 +132,7 @@ class TrajectoryBuffer:
         """A worker gave up on an admitted group (its episodes failed): counted lost."""
         if self._reservations.pop(reservation, None) is not None:
             self.counts["lost"] += 1
+            self._notify()
 
     def push(self, group: Group) -> bool:
         """Queue a finished group. False (counted ``late_push``) if its reservation was already lost."""
@@ -93,54 +146,75 @@ class TrajectoryBuffer:
         self.mixer.add(group)
         self.counts["pushed"] += 1
         self.counts["pushed_samples"] += len(group.samples)
-        if self._arrived is not None:
-            self._arrived.set()
+        self._notify()
         return True
-
-    def ack_weights(self, worker_id: int, version: int) -> None:
-        self.worker_versions[worker_id] = (version, time.time())
-
-    def get_worker_versions(self) -> dict[int, tuple[int, float]]:
-        return dict(self.worker_versions)
 
     # -- trainer --------------------------------------------------------------------------------------
 
     def set_trainer_version(self, version: int) -> None:
-        self.trainer_version = version
+        if version != self.trainer_version:
+            self.trainer_version = version
+            self._notify()
 
     async def get_batch(self, n_groups: int, trainer_version: int, timeout: float | None = None) -> Batch:
-        """Wait until every domain can fill its quota (or ``timeout`` s pass), then build the batch."""
-        self.trainer_version = trainer_version
-        if self._arrived is None:
-            self._arrived = asyncio.Event()
+        """Wait until every domain can fill its quota (or ``timeout`` s pass), then build the batch: every
+        queued group past ``max_lag`` at ``trainer_version`` is dropped first (counted), never trained on."""
+        self.set_trainer_version(trainer_version)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.mixer.ready(n_groups, trainer_version):
-            self._arrived.clear()
-            wait = None if deadline is None else deadline - time.monotonic()
-            if wait is not None and wait <= 0:
-                break
-            try:
-                await asyncio.wait_for(self._arrived.wait(), wait)
-            except asyncio.TimeoutError:
+            if not await self._wait_change(None if deadline is None else deadline - time.monotonic()):
                 break
         batch = self.mixer.build(n_groups, trainer_version)
         self.counts["consumed"] += len(batch.groups)
         self.counts["consumed_samples"] += len(batch.samples)
+        self._count_drops()
+        for g in batch.groups:
+            lag = g.lag(trainer_version)
+            self.consumed_lags[lag] = self.consumed_lags.get(lag, 0) + 1
+        if batch.groups:
+            self._notify()
         return batch
 
+    def _notify(self) -> None:
+        """Wake every ``_wait_change``: a group arrived or was consumed, a reservation ended, the version moved."""
+        if self._changed is not None:
+            self._changed[1].set()
+            self._changed = None
+
+    async def _wait_change(self, timeout: float | None) -> bool:
+        """Wait for the next ``_notify`` (True) or ``timeout`` seconds (False; None: no limit)."""
+        if timeout is not None and timeout <= 0:
+            return False
+        loop = asyncio.get_running_loop()
+        if self._changed is None or self._changed[0] is not loop:
+            self._changed = (loop, asyncio.Event())
+        changed = self._changed[1]
+        try:
+            await asyncio.wait_for(changed.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def _count_drops(self) -> None:
+        self.counts["dropped_stale"] = sum(t.dropped_stale for t in self.mixer.totals.values())
+
     def stats(self) -> dict[str, Any]:
+        self._count_drops()
         return {"counts": dict(self.counts), "queued": {d: len(q) for d, q in self.mixer.queues.items()},
                 "reserved": len(self._reservations), "trainer_version": self.trainer_version,
                 "domains": {d: asdict(s) for d, s in self.mixer.totals.items()},
+                "consumed_lags": dict(sorted(self.consumed_lags.items())),
                 "worker_restarts": dict(self.worker_restarts)}
 
     # -- checkpoint -----------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
         """The accounting (not the queued groups: their images live in this run's object store)."""
+        self._count_drops()
         return {"counts": dict(self.counts), "domains": {d: asdict(s) for d, s in self.mixer.totals.items()},
                 "trainer_version": self.trainer_version, "queued": len(self.mixer),
-                "reserved": len(self._reservations), "worker_restarts": dict(self.worker_restarts)}
+                "reserved": len(self._reservations), "consumed_lags": dict(self.consumed_lags),
+                "worker_restarts": dict(self.worker_restarts)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore the accounting; what was queued or in flight at the checkpoint is counted lost_on_resume."""
@@ -148,8 +222,10 @@ class TrajectoryBuffer:
         for d, s in state["domains"].items():
             if d in self.mixer.totals:
                 self.mixer.totals[d] = DomainStats(**s)
+        self._count_drops()
         self.trainer_version = int(state["trainer_version"])
         self.counts["lost_on_resume"] += int(state["queued"]) + int(state["reserved"])
+        self.consumed_lags = {int(k): int(v) for k, v in state.get("consumed_lags", {}).items()}
         self.worker_restarts = {int(k): v for k, v in state.get("worker_restarts", {}).items()}
 
 

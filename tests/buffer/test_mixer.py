@@ -1,11 +1,11 @@
-"""The mixer's quotas, domain shares over many batches, stale drops and shortfalls."""
+"""The mixer's quotas, domain shares over many batches, stale drops and shortfalls (the buffer around it:
+test_store.py)."""
 
 import random
 
 import pytest
 
 from mintgym.buffer.mixer import DomainMixer
-from mintgym.buffer.store import TrajectoryBuffer
 from mintgym.buffer.types import Group, Sample, Turn
 
 
@@ -64,44 +64,3 @@ def test_stale_groups_dropped_and_counted_per_domain():
     assert all(g.lag(4) <= 2 for g in batch.groups)
     assert batch.lag_histogram() == {2: 4, 1: 4}
     assert mixer.totals["a"].dropped_stale == 2
-
-
-async def test_admission_control_bounds_the_planned_lag():
-    buf = TrajectoryBuffer(["a"], groups_per_step=2, max_lag=1)
-    # at version 0 the trainer will train reservations 0-1 at v0 and 2-3 at v1: all within lag 1
-    reservations = [buf.admit(0, 0) for _ in range(4)]
-    assert None not in reservations
-    assert buf.admit(0, 0) is None  # would be trained at v2: lag 2
-    assert buf.counts["denied"] == 1
-    assert buf.admit(0, 1) is not None  # newer weights are fine
-    for r in reservations[:2]:
-        assert buf.push(group("a", 0, r))
-    batch = await buf.get_batch(2, trainer_version=0, timeout=1)
-    assert len(batch.groups) == 2 and buf.counts["consumed"] == 2
-
-
-async def test_worker_restart_counts_its_reservations_lost_once():
-    buf = TrajectoryBuffer(["a"], groups_per_step=4, max_lag=None)
-    r1, r2 = buf.admit(7, 0), buf.admit(7, 0)
-    buf.admit(8, 0)
-    assert buf.register_worker(7) == 2
-    assert buf.counts["lost"] == 2
-    assert not buf.push(group("a", 0, r1))  # a late push of a lost reservation is refused, not double counted
-    assert buf.counts["late_push"] == 1 and buf.counts["pushed"] == 0
-    buf.release(r2)  # already lost: not counted again
-    assert buf.counts["lost"] == 2
-
-
-async def test_short_batch_after_timeout_and_state_roundtrip():
-    buf = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=None)
-    buf.push(group("a"))
-    batch = await buf.get_batch(4, trainer_version=0, timeout=0.05)
-    assert len(batch.groups) == 1 and batch.domains["a"].shortfall == 1 and batch.domains["b"].shortfall == 2
-    buf.push(group("a"))
-    buf.admit(0, 0)
-    state = buf.state_dict()
-    fresh = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=None)
-    fresh.load_state_dict(state)
-    assert fresh.counts["consumed"] == 1 and fresh.counts["pushed"] == 2
-    assert fresh.counts["lost_on_resume"] == 2  # one queued, one reserved
-    assert fresh.mixer.totals["b"].shortfall == 2

@@ -1,0 +1,209 @@
+"""The trajectory buffer: the lag bound at consumption, admission that stragglers do not hold back, the
+counts (every admitted group and every pushed group accounted for exactly once) and checkpoint resume."""
+
+import asyncio
+import itertools
+import random
+import time
+
+import pytest
+
+from mintgym.buffer.store import TrajectoryBuffer
+from mintgym.buffer.types import Group, Sample, Turn
+
+
+def group(domain: str, version: int = 0, reservation=None) -> Group:
+    turn = Turn([1, 2], [3], [-0.5], version)
+    return Group(f"{domain}-{random.random()}", f"{domain}/t", domain, 0,
+                 [Sample(f"{domain}/t", domain, 0, r, [turn]) for r in (0.0, 1.0)], reservation=reservation)
+
+
+def check_accounting(buf: TrajectoryBuffer, pushed_without_reservation: int = 0) -> tuple[int, int]:
+    """Each admitted group is pushed, lost or still reserved, each pushed one consumed, dropped or queued,
+    except what was reserved or queued at a checkpoint this buffer resumed from (``lost_on_resume``).
+    Returns those two parts: (reserved, queued) at the checkpoint."""
+    stats = buf.stats()
+    c, queued, reserved = stats["counts"], sum(stats["queued"].values()), stats["reserved"]
+    reserved_at_resume = c["admitted"] - (c["pushed"] - pushed_without_reservation) - c["lost"] - reserved
+    queued_at_resume = c["pushed"] - c["consumed"] - c["dropped_stale"] - queued
+    assert reserved_at_resume >= 0 and queued_at_resume >= 0
+    assert reserved_at_resume + queued_at_resume == c["lost_on_resume"]
+    assert c["dropped_stale"] == sum(t.dropped_stale for t in buf.mixer.totals.values())
+    assert sum(stats["consumed_lags"].values()) == c["consumed"]
+    return reserved_at_resume, queued_at_resume
+
+
+async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, domains=("a", "b")) -> list[int]:
+    """Drive ``buf`` the way a run does, in ticks: ``slots`` rollout slots each admit (with the newest
+    published weights), play a group for a random 1-12 ticks (now and then a straggler of 40) and push it
+    (or release it, 1 in 20), cycling through the domains; the trainer takes a batch when every quota can be
+    filled (a short one after waiting 30 ticks, as ``batch_timeout`` does), trains 3 ticks and publishes.
+    Returns the lag of every consumed group."""
+    rng = random.Random(seed)
+    n = buf.groups_per_step
+    version, training_until = buf.trainer_version, None
+    in_flight: list[tuple[int, int, int, str]] = []  # (done tick, reservation, version, domain)
+    lags: list[int] = []
+    tick, trained, waiting_since = 0, 0, 0
+    cycle = itertools.cycle(domains)
+    while trained < steps:
+        tick += 1
+        if tick > 100_000:
+            raise AssertionError("the loop made no progress")
+        for done, reservation, v, d in [f for f in in_flight if f[0] <= tick]:
+            in_flight.remove((done, reservation, v, d))
+            if rng.random() < 0.05:
+                buf.release(reservation)
+            else:
+                assert buf.push(group(d, v, reservation))
+        while len(in_flight) < slots:
+            reservation = await buf.admit(0, version)
+            if reservation is None:
+                break
+            duration = 40 if rng.random() < 0.1 else rng.randint(1, 12)
+            in_flight.append((tick + duration, reservation, version, next(cycle)))
+        if training_until is not None and tick >= training_until:
+            training_until, trained, version, waiting_since = None, trained + 1, version + 1, tick
+            buf.set_trainer_version(version)
+        if training_until is None and (buf.mixer.ready(n, version) or tick - waiting_since > 30):
+            batch = await buf.get_batch(n, version, timeout=0)
+            lags += [g.lag(version) for g in batch.groups]
+            training_until = tick + 3
+    return lags
+
+
+@pytest.mark.parametrize("max_lag", [0, 1, 2, 4])
+async def test_no_group_is_consumed_beyond_max_lag_and_every_group_is_counted(max_lag):
+    buf = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=max_lag, admission_hold=0)
+    lags = await play(buf, steps=40, slots=8, seed=max_lag)
+    assert len(lags) >= 120 and max(lags) <= max_lag
+    assert buf.stats()["consumed_lags"] == {lag: lags.count(lag) for lag in sorted(set(lags))}
+    assert check_accounting(buf) == (0, 0)
+    if max_lag <= 1:
+        assert buf.stats()["counts"]["dropped_stale"] > 0  # stragglers were played, then dropped at consumption
+
+
+async def test_stragglers_on_older_weights_do_not_hold_back_fresh_groups():
+    buf = TrajectoryBuffer(["a"], groups_per_step=2, max_lag=1, admission_hold=0)
+    stragglers = [await buf.admit(0, 0) for _ in range(4)]  # version 0, still in flight when version 1 trains
+    assert None not in stragglers
+    for _ in range(2):
+        buf.push(group("a", 0, stragglers.pop()))
+    await buf.get_batch(2, trainer_version=0)
+    buf.set_trainer_version(1)
+    # two version-0 groups still in flight: a first-in-first-out estimate would put a version-1 group at
+    # version (2 consumed + 2 in flight + 2 fresh) // 2 = 3 after two admissions; they only go if in time
+    fresh = [await buf.admit(0, 1) for _ in range(5)]
+    assert None not in fresh[:4] and fresh[4] is None  # versions 1 and 2 hold four fresh groups
+    assert buf.counts["denied"] == 1
+    assert buf.estimated_version(1) == 3
+
+
+async def test_a_group_already_beyond_the_bound_is_denied_and_a_late_one_dropped_at_consumption():
+    buf = TrajectoryBuffer(["a", "b"], groups_per_step=2, max_lag=1)
+    late = await buf.admit(0, 0)
+    buf.set_trainer_version(3)
+    assert await buf.admit(0, 1) is None  # would lag 2 at the trainer's version already
+    assert buf.push(group("a", 0, late))  # played to the end on version 0 weights: lag 3 now
+    buf.push(group("a", 3))
+    buf.push(group("b", 2))
+    batch = await buf.get_batch(2, trainer_version=3, timeout=0)
+    assert [g.policy_version for g in batch.groups] == [3, 2]
+    assert batch.domains["a"].dropped_stale == 1
+    assert buf.counts["dropped_stale"] == 1 and buf.consumed_lags == {0: 1, 1: 1}
+    assert check_accounting(buf, pushed_without_reservation=2) == (0, 0)
+
+
+async def test_drops_found_while_waiting_are_reported_in_the_batch():
+    buf = TrajectoryBuffer(["a"], groups_per_step=1, max_lag=0)
+    buf.push(group("a", 0))
+    buf.set_trainer_version(1)
+
+    async def later():
+        await asyncio.sleep(0.05)
+        buf.push(group("a", 1))
+
+    task = asyncio.ensure_future(later())
+    batch = await buf.get_batch(1, trainer_version=1, timeout=5)  # drops the version-0 group while waiting
+    await task
+    assert batch.domains["a"].dropped_stale == 1 and batch.groups[0].policy_version == 1
+
+
+async def test_resume_keeps_the_counts_and_counts_open_work_lost():
+    buf = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=1, admission_hold=0)
+    await play(buf, steps=10, slots=8, seed=7)
+    state = buf.state_dict()
+    open_work = len(buf.mixer) + len(buf._reservations)
+    assert state["queued"] + state["reserved"] == open_work
+
+    fresh = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=1, admission_hold=0)
+    fresh.load_state_dict(state)
+    before, after = buf.stats()["counts"], fresh.stats()["counts"]
+    for key in ("admitted", "denied", "pushed", "lost", "consumed", "dropped_stale"):
+        assert after[key] == before[key], key
+    assert fresh.counts["lost_on_resume"] == open_work
+    assert fresh.consumed_lags == buf.consumed_lags and fresh.trainer_version == buf.trainer_version
+    assert fresh.mixer.totals == buf.mixer.totals
+    # the resumed run goes on with the same bound, and the old open work stays accounted for
+    lags = await play(fresh, steps=10, slots=8, seed=8)
+    assert max(lags) <= 1
+    assert check_accounting(fresh) == (state["reserved"], state["queued"])
+
+
+async def test_worker_restart_counts_its_reservations_lost_once():
+    buf = TrajectoryBuffer(["a"], groups_per_step=4, max_lag=None)
+    r1, r2 = await buf.admit(7, 0), await buf.admit(7, 0)
+    await buf.admit(8, 0)
+    assert buf.register_worker(7) == 2 and buf.worker_restarts == {7: 0}
+    assert buf.register_worker(7) == 0 and buf.worker_restarts == {7: 1}
+    assert buf.counts["lost"] == 2
+    assert not buf.push(group("a", 0, r1))  # a late push of a lost reservation is refused, not double counted
+    assert buf.counts["late_push"] == 1 and buf.counts["pushed"] == 0
+    buf.release(r2)  # already lost: not counted again
+    assert buf.counts["lost"] == 2
+
+
+async def test_short_batch_after_timeout():
+    buf = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=None)
+    buf.push(group("a"))
+    batch = await buf.get_batch(4, trainer_version=0, timeout=0.05)
+    assert len(batch.groups) == 1 and batch.domains["a"].shortfall == 1 and batch.domains["b"].shortfall == 2
+    assert buf.mixer.totals["b"].shortfall == 2
+
+
+def test_bad_arguments_are_one_line_errors():
+    with pytest.raises(ValueError, match="groups_per_step must be >= 1"):
+        TrajectoryBuffer(["a"], groups_per_step=0)
+    with pytest.raises(ValueError, match="max_lag must be >= 0"):
+        TrajectoryBuffer(["a"], groups_per_step=1, max_lag=-1)
+    with pytest.raises(ValueError, match="admission_hold and max_held must be >= 0"):
+        TrajectoryBuffer(["a"], groups_per_step=1, admission_hold=-1)
+
+
+async def test_a_denied_admission_waits_for_room_or_a_new_version_instead_of_polling():
+    buf = TrajectoryBuffer(["a"], groups_per_step=1, max_lag=0, admission_hold=5.0)
+    first = await buf.admit(0, 0)  # version 0 holds one group
+
+    async def after(seconds, action):
+        await asyncio.sleep(seconds)
+        action()
+
+    # room appears at the same version (the group is given up): the held call gets it
+    started = time.monotonic()
+    waiting = asyncio.ensure_future(buf.admit(0, 0))
+    await after(0.05, lambda: buf.release(first))
+    assert await waiting is not None and time.monotonic() - started < 2.0
+    # a new trainer version answers None at once: the worker loads the new weights before asking again
+    waiting = asyncio.ensure_future(buf.admit(0, 0))
+    await after(0.05, lambda: buf.set_trainer_version(1))
+    assert await waiting is None and time.monotonic() - started < 2.0
+    assert buf.counts["denied"] == 1 and buf.counts["admitted"] == 2
+    # nothing changes: denied after admission_hold; a hopeless version is denied without waiting
+    quick = TrajectoryBuffer(["a"], groups_per_step=1, max_lag=0, admission_hold=0.1)
+    await quick.admit(0, 0)
+    started = time.monotonic()
+    assert await quick.admit(0, 0) is None and 0.1 <= time.monotonic() - started < 2.0
+    quick.set_trainer_version(2)
+    started = time.monotonic()
+    assert await quick.admit(0, 1) is None and time.monotonic() - started < 0.05
+    assert quick.counts["denied"] == 2
