@@ -9,9 +9,10 @@ loaded is acknowledged to the weight transport, where the trainer reads it.
 
 Training sequences come from the engine calls themselves: a recording wrapper keeps, per call, the
 prompt token ids the engine fed the model, the sampled token ids, their logprobs, the version, and the
-prompt's images, so nothing is re-tokenized. The images travel as arrays in the pushed group; a buffer
-made with ``own_images=True`` stores each in the object store under its own ownership, so a group pushed
-just before this worker dies still reaches the trainer whole.
+prompt's images, and writes them into the episode's own step records, so nothing is re-tokenized and the
+sample pushed is the episode record (its turns are views of those steps). The images travel as arrays in
+the pushed group; a buffer made with ``own_images=True`` stores each in the object store under its own
+ownership, so a group pushed just before this worker dies still reaches the trainer whole.
 
 A worker that dies is restarted by Ray (``max_restarts``); on its next ``run()`` it registers again and
 the buffer counts the reservations it held as lost.
@@ -22,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-import time
 import uuid
 import warnings
 from dataclasses import dataclass, field
@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from mintgym.allocator import tune_malloc
-from mintgym.buffer.types import Group, Sample, Turn
+from mintgym.buffer.types import Group, Sample
 from mintgym.inference import Generation, GenerationRequest, InferenceEngine, make_engine
 from mintgym.policy import Agent, AgentContext, AgentStep
+from mintgym.trajectory.types import Trajectory
 from mintgym.types import Observation
 
 
@@ -71,11 +72,13 @@ class WorkerSpec:
 
 
 class RecordingEngine(InferenceEngine):
-    """Passes calls to ``inner`` and keeps (images, generation, temperature) of each, for one episode."""
+    """Passes calls to ``inner`` and keeps, for one episode, each call's step, prompt images, generation and
+    temperature; :meth:`attach` then writes them into the episode record's steps (the engine's exact ids)."""
 
     def __init__(self, inner: InferenceEngine):
         self.inner = inner
-        self.calls: list[tuple[list[np.ndarray], Generation, float]] = []
+        self.calls: list[tuple[int, list[np.ndarray], Generation, float]] = []
+        self._step = -1
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         raise RuntimeError("rollout workers call agenerate")
@@ -83,12 +86,51 @@ class RecordingEngine(InferenceEngine):
     async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
         out = await self.inner.agenerate(requests)
         for req, gen in zip(requests, out):
-            self.calls.append((_images_of(req.messages), gen, req.sampling.temperature))
+            self.calls.append((self._step, _images_of(req.messages), gen, req.sampling.temperature))
         return out
 
     @property
     def policy_version(self) -> int | None:
         return self.inner.policy_version
+
+    def marking(self, agent: Agent) -> Agent:
+        """``agent``, telling this recorder where each step begins (one ``act`` is one step of the episode)."""
+        return _StepMarker(agent, self)
+
+    def attach(self, episode: Trajectory) -> None:
+        """Write each step's engine call into its record: the prompt and response token ids the engine used,
+        the sampler's logprobs, the weights version, the prompt's images and the temperature. A step with
+        no call (a scripted ``done()``) is left as it is; a step with more than one cannot be trained."""
+        made: dict[int, list[tuple[list[np.ndarray], Generation, float]]] = {}
+        for step, images, gen, temperature in self.calls:
+            made.setdefault(step, []).append((images, gen, temperature))
+        for i, step in enumerate(episode.steps):
+            calls = made.get(i, [])
+            if len(calls) > 1:
+                raise ValueError(f"episode {episode.id} step {i}: {len(calls)} engine calls; RL trains one call "
+                                 "per step (give the agent retries: 0)")
+            if not calls:
+                continue
+            images, gen, temperature = calls[0]
+            if gen.prompt_token_ids is None or gen.response_token_ids is None or gen.response_logprobs is None:
+                raise ValueError("the engine returned no token ids/logprobs; RL needs them")
+            step.prompt_token_ids = list(gen.prompt_token_ids)
+            step.response_token_ids = list(gen.response_token_ids)
+            step.logprobs = list(gen.response_logprobs)
+            step.policy_version = int(gen.policy_version if gen.policy_version is not None else -1)
+            step.prompt_images, step.temperature = list(images), temperature
+
+
+class _StepMarker:
+    def __init__(self, agent: Agent, recorder: RecordingEngine):
+        self.agent, self.recorder, self.name = agent, recorder, agent.name
+
+    async def start(self, context: AgentContext) -> None:
+        await self.agent.start(context)
+
+    async def act(self, observation: Observation) -> AgentStep:
+        self.recorder._step += 1
+        return await self.agent.act(observation)
 
 
 def _images_of(messages: list[dict[str, Any]]) -> list[np.ndarray]:
@@ -307,7 +349,7 @@ class RolloutWorker:
 
         pool = self.pools[domain]
         recorder = RecordingEngine(self.engine)
-        agent = make_episode_agent(self.spec, recorder, self._rng)
+        agent = recorder.marking(make_episode_agent(self.spec, recorder, self._rng))
         prepared = await pool.checkout(task_id, seed)
         traj = await run_episode(prepared.session, agent, task_id, seed=seed, max_seconds=self.spec.episode_timeout,
                                  group_id=group_id, trajectory_id=f"{group_id}-{index}",
@@ -317,15 +359,8 @@ class RolloutWorker:
         if traj.status in ("error", "timeout") or not recorder.calls:
             self.stats["errors"] += 1
             return None
-        turns = []
-        for images, gen, temperature in recorder.calls:
-            if gen.prompt_token_ids is None or gen.response_token_ids is None or gen.response_logprobs is None:
-                raise ValueError(f"engine {self.spec.engine!r} returned no token ids/logprobs; RL needs them")
-            turns.append(Turn(list(gen.prompt_token_ids), list(gen.response_token_ids), list(gen.response_logprobs),
-                              int(gen.policy_version if gen.policy_version is not None else -1),
-                              list(images), temperature))
-        return Sample(task_id, domain, seed, float(traj.total_reward), turns, traj.status, self.spec.worker_id,
-                      traj.id)
+        recorder.attach(traj)
+        return Sample.from_episode(traj, domain, self.spec.worker_id)
 
     async def close(self) -> None:
         for pool in self.pools.values():

@@ -4,11 +4,13 @@ The trainer recomputes logprobs with :func:`mintgym.inference.logprobs.sequence_
 exact token ids and the prompt's images run through the model's own image processor. Before the forward
 it checks, per sequence, that the image placeholder tokens in the ids match the image features it feeds
 (``sum(grid_t * grid_h * grid_w) / merge_size**2``); a mismatch is a ``ValueError`` naming the sequence.
+Turns are views of the episode record's steps, so an episode read back from disk trains the same way.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -28,8 +30,15 @@ class ImageLost(LookupError):
 
 
 def _resolve(image: Any) -> np.ndarray:
+    """A turn's image as pixels: an array as is, a frame file (an episode read from disk) loaded, a Ray
+    reference fetched."""
     if isinstance(image, np.ndarray):
         return image
+    if isinstance(image, (str, Path)):
+        from PIL import Image
+
+        with Image.open(image) as img:
+            return np.asarray(img.convert("RGB"))
     import ray
 
     try:

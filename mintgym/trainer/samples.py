@@ -3,15 +3,17 @@
 Every ``log.sample_episodes_every`` steps the loop hands the batch it just trained on to
 :func:`write_sample_episodes`, which writes up to ``log.sample_episodes`` of its episodes (the first of each
 group, then the second ...) with :class:`mintgym.trajectory.store.TrajectoryWriter` under
-``<out>/episodes/step_<k>/``. Each model turn is one step: the last image of its prompt as the screenshot,
-the decoded prompt (as ``messages``, per chat turn) and response, the exact token ids and sampler logprobs, the weights version; the
-episode carries the reward, its group-relative advantage and the lag it was trained at.
+``<out>/episodes/step_<k>/``. What is written is the sample's own episode record (the one the learner
+trained on: every step with its action or action error, reward, terminated vs truncated, exact token ids,
+sampler logprobs, weights version and prompt images), plus for the inspector the last prompt image as the
+screenshot where none was stored and the decoded prompt (as ``messages``, per chat turn); the episode carries
+the reward, its group-relative advantage and the lag it was trained at.
 """
 
 from __future__ import annotations
 
 import re
-import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import numpy as np
 from mintgym.buffer.advantages import compute_advantages
 from mintgym.buffer.types import Batch, Group, Sample
 from mintgym.trajectory.store import TrajectoryWriter
-from mintgym.trajectory.types import StepRecord, Trajectory
+from mintgym.trajectory.types import StepRecord
 
 #: A run of image placeholder tokens in a decoded prompt, shown as one marker with its count.
 _IMAGE_RUN = re.compile(r"(<\|image_pad\|>)+")
@@ -76,42 +78,52 @@ def _picked(batch: Batch, n: int) -> list[tuple[Group, int, Sample]]:
 
 def write_sample_episodes(out: str | Path, step: int, batch: Batch, *, n: int, tokenizer: Any = None,
                           agent: str = "train", advantage: str = "grpo", scale: bool = True) -> list[Path]:
-    """Write up to ``n`` episodes of ``batch`` (trained at ``step``); returns their directories."""
+    """Write up to ``n`` episodes of ``batch`` (trained at ``step``); returns their directories.
+
+    Each is the sample's own episode record (actions, action errors, per-step rewards, terminated vs
+    truncated, token ids, logprobs, prompt images) with the training context added to its ``extra``; a step
+    without a screenshot shows the last image of its prompt, and one without recorded messages gets its
+    decoded prompt."""
     folder = episodes_dir(out, step)
     written = []
     for k, (group, index, sample) in enumerate(_picked(batch, n)):
         adv = compute_advantages(group.rewards, advantage, scale=scale)[index]
-        status = sample.status if sample.status in _STATUSES else "failure"
+        episode = sample.record()
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", group.group_id)  # one folder: task ids hold slashes
-        traj = Trajectory(id=f"{k:02d}-{name}-{index}", task_id=sample.task_id, domain=sample.domain,
-                          instruction="", agent=agent, seed=sample.seed, group_id=group.group_id,
-                          started=time.time(),
-                          extra={"trained_at_step": step, "advantage": float(adv),
-                                 "lag": batch.trainer_version - sample.policy_version,
-                                 "worker_id": sample.worker_id, "episode_id": sample.episode_id,
-                                 "group_rewards": list(group.rewards)})
+        traj = replace(episode, id=f"{k:02d}-{name}-{index}", group_id=group.group_id, steps=[],
+                       agent=episode.agent or agent,
+                       status=episode.status if episode.status in _STATUSES else "failure",
+                       extra={**episode.extra, "trained_at_step": step, "advantage": float(adv),
+                              "lag": batch.trainer_version - sample.policy_version,
+                              "worker_id": sample.worker_id, "episode_id": sample.episode_id,
+                              "group_rewards": list(group.rewards)})
         writer = TrajectoryWriter(folder, traj)
-        for t, turn in enumerate(sample.turns):
-            images = [img for img in turn.images if isinstance(img, np.ndarray)]
-            shot, size = "", (0, 0)
-            if images:
-                shot = writer.frame(images[-1])
-                size = (int(images[-1].shape[1]), int(images[-1].shape[0]))
-            prompt = turn_text = ""
-            if tokenizer is not None:
-                prompt = tokenizer.decode(turn.prompt_token_ids, skip_special_tokens=False)
-                turn_text = tokenizer.decode(turn.response_token_ids, skip_special_tokens=False)
-            writer.step(StepRecord(index=t, frame_id=f"turn-{t}", screenshot=shot, screen_size=size, action=None,
-                                   text=turn_text,
-                                   prompt_token_ids=list(turn.prompt_token_ids),
-                                   response_token_ids=list(turn.response_token_ids), logprobs=list(turn.logprobs),
-                                   policy_version=turn.policy_version,
-                                   reward=sample.reward if t == len(sample.turns) - 1 else 0.0,
-                                   terminated=t == len(sample.turns) - 1,
-                                   messages=prompt_messages(prompt, f"turn-{t}", size, len(turn.images))
-                                   if prompt else None,
-                                   extra={"prompt": _IMAGE_RUN.sub(_count_pads, prompt),
-                                          "images": len(turn.images), "temperature": turn.temperature}))
-        traj.total_reward, traj.status, traj.ended = sample.reward, status, time.time()
+        for record in episode.steps:
+            writer.step(_viewable(record, writer, tokenizer))
         written.append(writer.close())
     return written
+
+
+def _viewable(record: StepRecord, writer: TrajectoryWriter, tokenizer: Any) -> StepRecord:
+    """``record`` as the inspector shows it: images still in the object store are left out (counted in
+    ``extra``), the last prompt image stands for a missing screenshot, the decoded prompt for missing
+    messages."""
+    given = record.prompt_images or []
+    images = [img for img in given if isinstance(img, np.ndarray)]
+    shot, size = record.screenshot, record.screen_size
+    if not shot and images:
+        shot, size = writer.frame(images[-1]), (int(images[-1].shape[1]), int(images[-1].shape[0]))
+    extra = dict(record.extra)
+    messages, text = record.messages, record.text
+    if tokenizer is not None and record.prompt_token_ids:
+        prompt = tokenizer.decode(record.prompt_token_ids, skip_special_tokens=False)
+        extra["prompt"] = _IMAGE_RUN.sub(_count_pads, prompt)
+        if messages is None:
+            messages = prompt_messages(prompt, record.frame_id or f"turn-{record.index}", size, len(given))
+        if not text and record.response_token_ids:
+            text = tokenizer.decode(record.response_token_ids, skip_special_tokens=False)
+    if record.prompt_images is not None:
+        extra.update(images=len(given), images_not_stored=len(given) - len(images))
+    return replace(record, screenshot=shot, screen_size=size, text=text, messages=messages, extra=extra,
+                   frame_id=record.frame_id or f"turn-{record.index}",
+                   prompt_images=images if record.prompt_images is not None else None)

@@ -1,13 +1,16 @@
 """Writing and reading trajectory directories (JSONL + PNG), and export to a ``datasets`` dataset.
 
 The writer appends each step as it happens (``steps.jsonl`` is flushed per line and ``meta.json`` is
-rewritten atomically), so a crash mid-episode loses at most the step in flight.
+rewritten atomically), so a crash mid-episode loses at most the step in flight. A step's prompt images are
+stored as frames too (an array already stored, such as the step's screenshot, is not stored twice), so a
+training episode read back gives the learner the same pixels (:func:`write_trajectory`, ``load_trajectory``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -38,18 +41,32 @@ class TrajectoryWriter:
         (self.dir / "frames").mkdir(parents=True, exist_ok=True)
         self._steps = open(self.dir / "steps.jsonl", "w")
         self._frames = 0
+        #: The last frames stored, by array identity (arrays kept alive so the ids stay theirs).
+        self._stored: dict[int, tuple[np.ndarray, str]] = {}
         self.write_meta()
 
     def frame(self, pixels: np.ndarray) -> str:
         """Store a screenshot once and return its path relative to the trajectory directory."""
+        known = self._stored.get(id(pixels))
+        if known is not None and known[0] is pixels:
+            return known[1]
         rel = f"frames/{self._frames:04d}.png"
         save_png(self.dir / rel, pixels)
         self._frames += 1
+        if len(self._stored) >= 8:
+            self._stored.pop(next(iter(self._stored)))
+        self._stored[id(pixels)] = (pixels, rel)
         return rel
 
     def step(self, record: StepRecord) -> None:
+        """Append ``record``; its prompt images (arrays) are written as frames, their paths in the file."""
         self.trajectory.steps.append(record)
-        self._steps.write(json.dumps(record.to_json()) + "\n")
+        on_disk = record
+        if record.prompt_images is not None:
+            paths = [img if isinstance(img, str) else self.frame(_pixels(img, record.index))
+                     for img in record.prompt_images]
+            on_disk = replace(record, prompt_images=paths)
+        self._steps.write(json.dumps(on_disk.to_json()) + "\n")
         self._steps.flush()
 
     def write_meta(self) -> None:
@@ -60,6 +77,25 @@ class TrajectoryWriter:
             self._steps.close()
         self.write_meta()
         return self.dir
+
+
+def _pixels(image: Any, index: int) -> np.ndarray:
+    if not isinstance(image, np.ndarray):
+        raise ValueError(f"step {index}: a prompt image is a {type(image).__name__}, not pixels or a frame path "
+                         "(fetch object-store references before writing)")
+    return image
+
+
+def write_trajectory(run_dir: str | Path, trajectory: Trajectory) -> Path:
+    """Write a finished trajectory (steps, their prompt images as frames, meta); returns its directory."""
+    steps, trajectory.steps = trajectory.steps, []
+    writer = TrajectoryWriter(run_dir, trajectory)
+    try:
+        for record in steps:
+            writer.step(record)
+    finally:
+        trajectory.steps = steps
+    return writer.close()
 
 
 def load_trajectory(path: str | Path) -> Trajectory:

@@ -4,11 +4,16 @@ On disk a trajectory is a directory: ``meta.json`` (a :class:`Trajectory` withou
 ``steps.jsonl`` (one :class:`StepRecord` a line) and ``frames/NNNN.png`` (each screenshot stored once,
 referenced by path). Step *i* records the frame the action was chosen on, so every action is tied to
 the pixels its coordinates refer to.
+
+The same records carry an episode from the rollout to the learner (one episode record): a step holds the
+engine's exact prompt and response token ids, the sampler's logprobs, the weights version, the images of
+its prompt (``prompt_images``), the action or the action error, the reward, terminated vs truncated. The
+buffer's ``Turn`` is a view of one step; the viewer reads the same file a training episode is written to.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 SCHEMA_VERSION = 1
@@ -47,9 +52,22 @@ class StepRecord:
     #: The text the environment returned after the action (pytool: the cell's output), when the session asked
     #: for the ``text`` side channel.
     output: str | None = None
+    #: The images of this step's prompt, in order, as the model saw them (None: not recorded). In memory:
+    #: numpy arrays, or Ray ObjectRefs once a trajectory buffer owns them; on disk: frame paths relative
+    #: to the trajectory directory (the writer stores each array once).
+    prompt_images: list[Any] | None = None
+    #: The sampling temperature of the step's model call (None: no model call recorded).
+    temperature: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record as JSON data; ``prompt_images`` must be frame paths by then (the writer stores arrays)."""
+        images = self.prompt_images
+        if images is not None and not all(isinstance(p, str) for p in images):
+            raise ValueError(f"step {self.index}: prompt images are still pixels; write the step with "
+                             "TrajectoryWriter, which stores them as frames")
+        data = asdict(replace(self, prompt_images=None))
+        data["prompt_images"] = None if images is None else list(images)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "StepRecord":
