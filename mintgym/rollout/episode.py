@@ -5,6 +5,10 @@ caused (``info["agent_fault"]``) ends the episode as a ``failure`` with reward 0
 ``error``: it is trained on and never retried); an environment or server fault ends the episode with status
 ``error`` and its reason; an episode over its wall-clock budget ends
 with ``timeout``. Nothing is dropped: every episode returns a trajectory.
+
+:func:`play_pooled` is the one episode loop over an :class:`~mintgym.runtime.pool.EnvPool` that evaluation
+(``runner.run_jobs``) and training (the Ray rollout worker) share: take a reset session, play, and hand the
+session back by the pool's one retirement rule; a reset that fails is an ``error`` trajectory too.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from mintgym.action_spaces import action_set_for
 from mintgym.client.aio import AsyncSession
 from mintgym.errors import MintGymError
 from mintgym.policy import Agent, AgentContext
+from mintgym.runtime.pool import EnvPool
 from mintgym.trajectory.store import TrajectoryWriter
 from mintgym.trajectory.types import StepRecord, Trajectory
 from mintgym.types import Observation
@@ -59,6 +64,29 @@ async def run_episode(session: AsyncSession, agent: Agent, task_id: str, *, seed
     traj.ended = time.time()
     if recorder.writer is not None:
         recorder.writer.close()
+    return traj
+
+
+async def play_pooled(pool: EnvPool, agent: Agent, task_id: str, seed: int | None, trajectory_id: str, *,
+                      run_dir: str | Path | None = None, max_seconds: float | None = None,
+                      group_id: str | None = None) -> Trajectory:
+    """One episode on a session of ``pool`` (reset for ``task_id``/``seed``, or one prepared for it), the
+    session returned by ``EnvPool.finish``. A failed reset gives an ``error`` trajectory (written under
+    ``run_dir`` like any episode, so reports and resumes see it) with ``extra["fault"] = "reset"``."""
+    try:
+        prepared = await pool.checkout(task_id, seed)
+    except MintGymError as err:
+        now = time.time()
+        traj = Trajectory(id=trajectory_id, task_id=task_id, domain="", instruction="", agent=agent.name, seed=seed,
+                          status="error", error=f"reset failed: {type(err).__name__}: {err}", started=now,
+                          ended=now, group_id=group_id, extra={"fault": "reset"})
+        if run_dir is not None:
+            TrajectoryWriter(run_dir, traj).close()
+        return traj
+    traj = await run_episode(prepared.session, agent, task_id, seed=seed, run_dir=run_dir, max_seconds=max_seconds,
+                             group_id=group_id, trajectory_id=trajectory_id,
+                             started=(prepared.observation, prepared.info))
+    await pool.finish(prepared.session, traj.extra.get("fault"))
     return traj
 
 

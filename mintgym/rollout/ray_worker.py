@@ -345,16 +345,12 @@ class RolloutWorker:
         self.stats["groups"] += 1
 
     async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int) -> Sample | None:
-        from mintgym.rollout.episode import run_episode
+        from mintgym.rollout.episode import play_pooled
 
-        pool = self.pools[domain]
         recorder = RecordingEngine(self.engine)
         agent = recorder.marking(make_episode_agent(self.spec, recorder, self._rng))
-        prepared = await pool.checkout(task_id, seed)
-        traj = await run_episode(prepared.session, agent, task_id, seed=seed, max_seconds=self.spec.episode_timeout,
-                                 group_id=group_id, trajectory_id=f"{group_id}-{index}",
-                                 started=(prepared.observation, prepared.info))
-        await pool.finish(prepared.session, traj.extra.get("fault"))
+        traj = await play_pooled(self.pools[domain], agent, task_id, seed, f"{group_id}-{index}",
+                                 max_seconds=self.spec.episode_timeout, group_id=group_id)
         self.stats["episodes"] += 1
         if traj.status in ("error", "timeout") or not recorder.calls:
             self.stats["errors"] += 1

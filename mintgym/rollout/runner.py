@@ -2,7 +2,8 @@
 
 Used by ``mintgym rollout`` and ``mintgym eval``. Each of ``concurrency`` workers takes the next
 (task, seed) job, asks the pool to reset a spare session for the job after it in the background, plays
-its episode and reports the trajectory. A failed episode is reported with its reason, never dropped.
+its episode (:func:`~mintgym.rollout.episode.play_pooled`, the loop training uses too) and reports the
+trajectory. A failed episode is reported with its reason, never dropped.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from pathlib import Path
 from typing import Callable
 
 from mintgym.client.aio import AsyncEnvClient
-from mintgym.errors import MintGymError
 from mintgym.policy import Agent
-from mintgym.rollout.episode import run_episode
+from mintgym.rollout.episode import play_pooled
 from mintgym.runtime.pool import EnvPool
-from mintgym.trajectory.store import TrajectoryWriter
 from mintgym.trajectory.types import Trajectory
 
 
@@ -47,20 +46,8 @@ async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[
                 job = queue.pop(0)
                 if queue:
                     pool.prepare(queue[0].task_id, queue[0].seed)
-                try:
-                    prepared = await pool.checkout(job.task_id, job.seed)
-                except MintGymError as err:
-                    traj = Trajectory(id=job.key, task_id=job.task_id, domain="", instruction="", agent=agent.name,
-                                      seed=job.seed, status="error", error=f"reset failed: {type(err).__name__}: {err}")
-                    if run_dir is not None:  # recorded like any episode, so reports and resumes see it
-                        TrajectoryWriter(run_dir, traj).close()
-                    _finish(job, traj)
-                    continue
-                traj = await run_episode(prepared.session, agent, job.task_id, seed=job.seed, run_dir=run_dir,
-                                         max_seconds=max_seconds, trajectory_id=job.key,
-                                         started=(prepared.observation, prepared.info))
-                await pool.finish(prepared.session, traj.extra.get("fault"))
-                _finish(job, traj)
+                _finish(job, await play_pooled(pool, agent, job.task_id, job.seed, job.key, run_dir=run_dir,
+                                               max_seconds=max_seconds))
 
         def _finish(job: EpisodeJob, traj: Trajectory) -> None:
             results.append(traj)
