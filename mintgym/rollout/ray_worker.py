@@ -93,6 +93,10 @@ class RecordingEngine(InferenceEngine):
     def policy_version(self) -> int | None:
         return self.inner.policy_version
 
+    def begin_step(self) -> None:
+        """The agent is asked for the episode's next step: calls from now on belong to it."""
+        self._step += 1
+
     def marking(self, agent: Agent) -> Agent:
         """``agent``, telling this recorder where each step begins (one ``act`` is one step of the episode)."""
         return _StepMarker(agent, self)
@@ -129,7 +133,7 @@ class _StepMarker:
         await self.agent.start(context)
 
     async def act(self, observation: Observation) -> AgentStep:
-        self.recorder._step += 1
+        self.recorder.begin_step()
         return await self.agent.act(observation)
 
 

@@ -94,3 +94,27 @@ def test_an_episode_without_a_model_call_is_not_a_sample():
                          steps=[StepRecord(index=0, frame_id="f", screenshot="", screen_size=(4, 4), action=None)])
     with pytest.raises(ValueError, match="episode scripted: no step made a model call"):
         Sample.from_episode(episode)
+
+
+async def test_a_step_with_two_engine_calls_is_refused_and_one_without_is_kept(served):
+    from mintgym.inference import GenerationRequest, SamplingParams
+    from mintgym.trajectory.types import Trajectory
+
+    path, _url = served
+    recorder = RecordingEngine(make_engine("hf", model_path=path, seed=1))
+    request = GenerationRequest([{"role": "user", "content": "hi"}], SamplingParams(max_new_tokens=2))
+    steps = [StepRecord(index=i, frame_id=f"f{i}", screenshot="", screen_size=(4, 4), action=None) for i in range(2)]
+    recorder.begin_step()
+    [gen] = await recorder.agenerate([request])
+    recorder.begin_step()  # step 1: a scripted done(), no model call
+    episode = Trajectory(id="e", task_id="null/echo", domain="null", instruction="", agent="answer", steps=steps)
+    recorder.attach(episode)
+    assert steps[0].response_token_ids == list(gen.response_token_ids) and steps[0].prompt_images == []
+    assert steps[1].response_token_ids is None
+    assert len(Sample.from_episode(episode).turns) == 1
+    retried = RecordingEngine(recorder.inner)
+    retried.begin_step()
+    await retried.agenerate([request])
+    await retried.agenerate([request])  # an agent that asked again on the same step
+    with pytest.raises(ValueError, match="episode e step 0: 2 engine calls; RL trains one call per step"):
+        retried.attach(episode)
