@@ -75,24 +75,31 @@ def env_servers(cfg: RunConfig, groups: list[ServerGroup]) -> dict[str, list[str
 
 
 def weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
-    """The transport ``weights.transport`` names, with no version published and no acknowledgement yet."""
+    """The transport ``weights.transport`` names, with no version published and no acknowledgement yet:
+    ``ray`` (the object store), ``filesystem`` (``.npz`` files), ``vllm`` (safetensors files each vLLM engine
+    loads in place on its GPU workers)."""
     transport = cfg.weights.transport
     if transport == "ray":
         from mintgym.weights.ray_store import RayObjectStoreBroadcast
 
         return RayObjectStoreBroadcast(name=f"mintgym-weights-{uuid.uuid4().hex[:8]}")
-    if transport == "filesystem":
-        from mintgym.weights.filesystem import FilesystemBroadcast
+    from mintgym.weights.filesystem import FilesystemBroadcast
 
-        folder = Path(cfg.weights.folder).expanduser() if cfg.weights.folder else out / "weights"
-        broadcast = FilesystemBroadcast(folder, keep=cfg.weights.keep)
-        broadcast.reset()  # versions restart from the checkpoint's; engines then load the first send
-        return broadcast
-    if not torch.cuda.is_available():
-        raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not available on CPU: it "
-                           "needs CUDA GPUs; use weights.transport: ray or filesystem")
-    raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not wired yet; use "
-                       "weights.transport: ray (vllm engines load those weights through collective_rpc)")
+    kind = FilesystemBroadcast
+    if transport == "vllm":
+        if not torch.cuda.is_available():
+            raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not available on CPU: "
+                               "it needs CUDA GPUs; use weights.transport: ray or filesystem")
+        if cfg.engine.name != "vllm":
+            raise MintGymError(f"weights.transport vllm needs engine.name: vllm (the engine is "
+                               f"{cfg.engine.name!r}); use weights.transport: ray or filesystem")
+        from mintgym.weights.safetensors_files import SafetensorsBroadcast
+
+        kind = SafetensorsBroadcast
+    folder = Path(cfg.weights.folder).expanduser() if cfg.weights.folder else out / "weights"
+    broadcast = kind(folder, keep=cfg.weights.keep)
+    broadcast.reset()  # versions restart from the checkpoint's; engines then load the first send
+    return broadcast
 
 
 def finished_step(cfg: RunConfig, out: Path) -> int | None:

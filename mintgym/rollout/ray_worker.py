@@ -26,6 +26,7 @@ import random
 import uuid
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -246,7 +247,12 @@ class RolloutWorker:
         """Load the newest published weights if newer than the engine's; ack the version to the transport."""
         assert self._weights_lock is not None and self.engine is not None
         async with self._weights_lock:
-            got = await self.weights.areceive(self.engine.policy_version)
+            after = self.engine.policy_version
+            got = None
+            if self.spec.engine == "vllm":  # a file vLLM loads in place, where the transport has one
+                got = await asyncio.to_thread(self.weights.receive_file, after)
+            if got is None:
+                got = await self.weights.areceive(after)
             if got is not None:
                 version, state = got
                 await asyncio.to_thread(self._load, version, state)
@@ -257,8 +263,12 @@ class RolloutWorker:
                 await self.weights.aack(self.spec.worker_id, self.version)
             return self.version
 
-    def _load(self, version: int, state: dict[str, np.ndarray]) -> None:
+    def _load(self, version: int, state: dict[str, np.ndarray] | Path) -> None:
         import torch
+
+        if isinstance(state, Path):
+            self.engine.update_weights(version, state)
+            return
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only

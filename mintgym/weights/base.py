@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,11 @@ class WeightBroadcast(ABC):
     @abstractmethod
     def acks(self) -> dict[int, tuple[int, float]]:
         """Trainer side: worker id -> (the version it acknowledged last, when: ``time.time()`` seconds)."""
+
+    def receive_file(self, after: int | None = None) -> tuple[int, Path] | None:
+        """The newest (version, weights file) if newer than ``after``, for engines that load a file themselves
+        (vLLM's in-place update); None when there is none, or when this transport has no files."""
+        return None
 
     async def areceive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
         """:meth:`receive` for code running on an event loop (a Ray async actor)."""

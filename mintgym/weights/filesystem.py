@@ -19,6 +19,11 @@ from mintgym.weights.base import WeightBroadcast, check_ack, to_numpy_state
 
 
 class FilesystemBroadcast(WeightBroadcast):
+    """Versions as ``weights-<version>.npz`` files in ``folder`` (``keep`` newest kept), acks beside them."""
+
+    #: The weight files' extension; subclasses with another format change it and ``_save``/``_read``.
+    suffix = "npz"
+
     def __init__(self, folder: str | os.PathLike, keep: int = 2):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -28,23 +33,30 @@ class FilesystemBroadcast(WeightBroadcast):
         """Forget every published version and acknowledgement (a new run, or one resumed from a checkpoint,
         starts over here)."""
         (self.folder / "LATEST").unlink(missing_ok=True)
-        for old in [*self.folder.glob("weights-*.npz"), *self.folder.glob("acks/worker-*")]:
+        for old in [*self.folder.glob(f"weights-*.{self.suffix}"), *self.folder.glob("acks/worker-*")]:
             old.unlink(missing_ok=True)
 
     def _file(self, version: int) -> Path:
-        return self.folder / f"weights-{version:08d}.npz"
+        return self.folder / f"weights-{version:08d}.{self.suffix}"
+
+    def _save(self, path: Path, state: Mapping[str, Any]) -> None:
+        np.savez(path, **to_numpy_state(state))
+
+    def _read(self, path: Path) -> dict[str, np.ndarray]:
+        with np.load(path) as data:
+            return {k: data[k] for k in data.files}
 
     def send(self, version: int, state: Mapping[str, Any]) -> None:
         latest = self.latest_version()
         if latest is not None and version <= latest:
             raise ValueError(f"weights version {version} is not newer than the published {latest}")
-        tmp = self.folder / f".weights-{version}.tmp.npz"
-        np.savez(tmp, **to_numpy_state(state))
+        tmp = self.folder / f".weights-{version}.tmp.{self.suffix}"
+        self._save(tmp, state)
         os.replace(tmp, self._file(version))
         marker = self.folder / ".LATEST.tmp"
         marker.write_text(str(version))
         os.replace(marker, self.folder / "LATEST")
-        for old in sorted(self.folder.glob("weights-*.npz"))[:-self.keep]:
+        for old in sorted(self.folder.glob(f"weights-*.{self.suffix}"))[:-self.keep]:
             old.unlink(missing_ok=True)
 
     def latest_version(self) -> int | None:
@@ -53,12 +65,15 @@ class FilesystemBroadcast(WeightBroadcast):
         except FileNotFoundError:
             return None
 
-    def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
+    def receive_file(self, after: int | None = None) -> tuple[int, Path] | None:
         version = self.latest_version()
         if version is None or (after is not None and version <= after):
             return None
-        with np.load(self._file(version)) as data:
-            return version, {k: data[k] for k in data.files}
+        return version, self._file(version)
+
+    def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
+        got = self.receive_file(after)
+        return None if got is None else (got[0], self._read(got[1]))
 
     def ack(self, worker_id: int, version: int) -> None:
         check_ack(worker_id, version)

@@ -70,3 +70,14 @@ def test_ray_output_goes_to_the_run_log_unless_asked(tmp_path, capfd, caplog, qu
     if quiet:
         assert "from Ray's C++ core" in (tmp_path / "ray.log").read_text()
     assert logging.getLogger("ray").level == before  # restored
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="weights.transport vllm needs CUDA GPUs")
+def test_vllm_transport_is_safetensors_files_for_a_vllm_engine(tmp_path):
+    from mintgym.weights.safetensors_files import SafetensorsBroadcast
+
+    cfg = RunConfig.from_dict({**BASE, "engine": {"name": "vllm"}, "weights": {"transport": "vllm"}})
+    assert isinstance(weight_transport(cfg, tmp_path), SafetensorsBroadcast)
+    hf = RunConfig.from_dict({**BASE, "weights": {"transport": "vllm"}})
+    with pytest.raises(MintGymError, match="weights.transport vllm needs engine.name: vllm"):
+        weight_transport(hf, tmp_path)

@@ -18,3 +18,25 @@ def test_send_receive_versions(tmp_path):
     assert len(list(tmp_path.glob("weights-*.npz"))) == 2
     with pytest.raises(ValueError, match="not newer"):
         bc.send(2, {"w": torch.ones(4)})
+
+
+def test_safetensors_files_are_what_an_engine_loads_in_place(tmp_path):
+    """``weights.transport: vllm``: versioned safetensors files; an engine gets the path, others the arrays."""
+    from safetensors.numpy import load_file
+
+    from mintgym.weights.safetensors_files import SafetensorsBroadcast
+
+    bc = SafetensorsBroadcast(tmp_path, keep=2)
+    assert bc.receive_file() is None
+    bc.send(0, {"w": torch.arange(4.0), "h": torch.ones(2, dtype=torch.bfloat16)})
+    bc.send(1, {"w": torch.zeros(4), "h": torch.zeros(2)})
+    bc.send(2, {"w": torch.full((4,), 2.0), "h": torch.zeros(2)})
+    version, path = bc.receive_file(after=0)
+    assert version == 2 and path.name == "weights-00000002.safetensors"
+    assert load_file(str(path))["w"].tolist() == [2, 2, 2, 2]  # what vLLM's workers read
+    assert bc.receive(after=1)[1]["w"].tolist() == [2, 2, 2, 2] and bc.receive_file(after=2) is None
+    assert sorted(p.name for p in tmp_path.glob("weights-*")) == ["weights-00000001.safetensors",
+                                                                 "weights-00000002.safetensors"]
+    bc.ack(0, 2)
+    bc.reset()
+    assert bc.acks() == {} and bc.latest_version() is None and not list(tmp_path.glob("weights-*"))
