@@ -99,13 +99,14 @@ class TrajectoryBuffer:
         """A reservation id for one group sampled at ``policy_version``, or None (counted ``denied``) when
         it would be consumed more than ``max_lag`` versions later.
 
-        A denied call is held up to ``admission_hold`` seconds while room may still appear at this trainer
-        version (a group consumed, pushed or given up): the worker's slot waits here instead of polling the
-        buffer and the weights. A new trainer version answers None at once, so the worker loads the newer
-        weights before asking again."""
+        A denied call from a worker with the trainer's newest weights (``policy_version`` at least the
+        trainer's version) is held up to ``admission_hold`` seconds while room may still appear at this
+        trainer version (a group consumed, pushed or given up): the worker's slot waits here instead of
+        polling the buffer and the weights. A new trainer version answers None at once, and a worker behind
+        the trainer is answered at once, so that it loads the newer weights before asking again."""
         reservation = self._reserve(worker_id, policy_version)
         if (reservation is None and self.max_lag is not None and self.admission_hold > 0
-                and self._held < self.max_held and self.trainer_version - policy_version <= self.max_lag):
+                and self._held < self.max_held and policy_version >= self.trainer_version):
             version, deadline = self.trainer_version, time.monotonic() + self.admission_hold
             self._held += 1
             try:
