@@ -6,9 +6,14 @@ learner on them. The slow test runs ``mintgym train --config examples/two_step.y
 a behaviour-cloning warm start on the task oracle, then RL, and checks that success rises.
 """
 
+import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import ray
 import torch
@@ -81,3 +86,21 @@ async def test_two_turn_vlm_episodes_reach_the_learner_with_their_screenshots(nu
     assert metrics["mismatch/images=2/tokens"] == metrics["mismatch/turn=1/tokens"]
     assert metrics["mismatch/kl_mean"] == pytest.approx(0.0, abs=1e-6)  # the trainer scores what was sampled
     assert math.isfinite(metrics["loss"])
+
+
+@pytest.mark.slow
+def test_two_step_task_success_rises_with_warm_start_then_rl(tmp_path):
+    """``mintgym train --config examples/two_step.yaml`` through the CLI: the oracle warm start, then RL of
+    the VLM agent on click-button-sequence; the RL steps' success rises from the first steps to the last."""
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "mintgym.cli", "train", "--config", "examples/two_step.yaml",
+                           "--out", str(out), "--eval-groups", "0", "train.checkpoint_every=0"],
+                          cwd=REPO, capture_output=True, text=True, timeout=1500, check=False,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((out / "warm_start" / "summary.json").read_text())
+    assert summary["examples"] == 2 and summary["last_loss"] < summary["first_loss"]  # seed 0: two clicks
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    success = [r["success/web"] for r in rows if "success/web" in r]
+    first, last = np.mean(success[:4]), np.mean(success[-4:])
+    assert last >= first + 0.2, f"success per step {success}"
