@@ -89,6 +89,8 @@ async def test_two_turn_vlm_episodes_reach_the_learner_with_their_screenshots(nu
 
 
 @pytest.mark.slow
+@pytest.mark.web
+@pytest.mark.timeout(1800)
 def test_two_step_task_success_rises_with_warm_start_then_rl(tmp_path):
     """``mintgym train --config examples/two_step.yaml`` through the CLI: the oracle warm start, then RL of
     the VLM agent on click-button-sequence; the RL steps' success rises from the first steps to the last."""
