@@ -13,9 +13,15 @@ Made for RL smoke runs with tiny models (the quickstart). The model never writes
   it, the next step is ``done(success=False)`` without another model call, so the env's own reward of
   that one click is what gets trained on.
 
-``blind=True`` shows the model a black image instead of the screenshot: the ablation that tells a policy
-that reads the pixels from one that learnt a fixed answer. Domains with neither are answered with the text as typed. Token ids, logprobs, the policy version and the
-prompt as sent go into the step like the VLM agent's.
+``crop[domain] = [x0, y0, x1, y1]`` shows the model only that screen region (pytool's task image panel is
+``[8, 36, 488, 396]``), so a small image still holds its detail. ``blind=True`` shows the model a black image instead of the screenshot: the ablation that tells a policy
+that reads the pixels from one that learnt a fixed answer. Domains with neither are answered with the text
+as typed. Token ids, logprobs, the policy version and the prompt as sent go into the step like the VLM
+agent's.
+
+``imitate(observation, action)`` is the same decision made by a teacher (behaviour cloning, see
+:mod:`mintgym.trajectory.imitation`): a click becomes the token of the grid cell it falls in, an answer the
+token of its choice.
 """
 
 from __future__ import annotations
@@ -23,10 +29,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
-from mintgym.action_spaces import Click, Done
-from mintgym.agents.vlm import recorded_messages
+from mintgym.action_spaces import ActionModel, Click, Done
+from mintgym.agents.vlm import recorded_messages, resize_image
 from mintgym.inference import GenerationRequest, InferenceEngine, SamplingParams
 from mintgym.policy import AgentContext, AgentStep
 from mintgym.types import Observation
@@ -42,13 +47,23 @@ def grid_point(cell: int, grid: tuple[int, int], screen_size: tuple[int, int]) -
     return int((col + 0.5) * width / cols), int((row + 0.5) * height / rows)
 
 
+def grid_cell(point: tuple[int, int], grid: tuple[int, int], screen_size: tuple[int, int]) -> int:
+    """The cell (row-major) of a ``(cols, rows)`` grid over a ``(width, height)`` screen that holds ``point``."""
+    cols, rows = grid
+    width, height = screen_size
+    x, y = point
+    if not (0 <= x < width and 0 <= y < height):
+        raise ValueError(f"point {point} is off the {width}x{height} screen")
+    return int(y * rows // height) * cols + int(x * cols // width)
+
+
 class AnswerAgent:
     name = "answer"
 
     def __init__(self, engine: InferenceEngine, *, choices: dict[str, list[str]] | None = None,
                  click_grid: dict[str, list[int]] | None = None, max_new_tokens: int = 1,
                  temperature: float = 1.0, image_size: tuple[int, int] = (112, 112), pick: str = "digit",
-                 blind: bool = False):
+                 blind: bool = False, crop: dict[str, list[int]] | None = None):
         if pick not in ("digit", "modulo"):
             raise ValueError(f"pick must be 'digit' or 'modulo', got {pick!r}")
         self.pick = pick
@@ -68,12 +83,21 @@ class AnswerAgent:
         self.image_size = tuple(image_size)
         #: Show the model a black image instead of the screenshot (the ablation of a policy that cannot see).
         self.blind = bool(blind)
+        #: Per domain, the screen region ``[x0, y0, x1, y1]`` the model is shown (resized to ``image_size``).
+        self.crop: dict[str, tuple[int, int, int, int]] = {}
+        for domain, box in (crop or {}).items():
+            if len(box) != 4 or not (0 <= box[0] < box[2] and 0 <= box[1] < box[3]):
+                raise ValueError(f"crop for {domain!r} is [x0, y0, x1, y1] with x0 < x1 and y0 < y1, got {box!r}")
+            self.crop[domain] = tuple(int(v) for v in box)
         self.context: AgentContext | None = None
         self.decided = False
+        self._first_prompt: tuple[list[dict[str, Any]], Observation] | None = None
 
     async def start(self, context: AgentContext) -> None:
         self.context = context
         self.decided = False
+        #: ``imitate``: the first observation's prompt, which the one decision is made on.
+        self._first_prompt: tuple[list[dict[str, Any]], Observation] | None = None
 
     def prompt(self, observation: Observation) -> list[dict[str, Any]]:
         ctx = self.context
@@ -90,8 +114,30 @@ class AnswerAgent:
         if self.blind:
             image = np.zeros((self.image_size[1], self.image_size[0], 3), dtype=np.uint8)
         else:
-            image = np.asarray(Image.fromarray(observation.screenshot).resize(self.image_size, Image.BILINEAR))
+            image = resize_image(self.region(observation), self.image_size)
         return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
+
+    def region(self, observation: Observation) -> np.ndarray:
+        """The part of the screenshot the model is shown: the domain's ``crop``, or all of it."""
+        box = self.crop.get(observation.domain)
+        if box is None:
+            return observation.screenshot
+        height, width = observation.screenshot.shape[:2]
+        if box[2] > width or box[3] > height:
+            raise ValueError(f"crop {list(box)} for {observation.domain!r} is outside the {width}x{height} screen")
+        return observation.screenshot[box[1]:box[3], box[0]:box[2]]
+
+    def recorded(self, messages: list[dict[str, Any]], observation: Observation) -> list[dict[str, Any]]:
+        """``messages`` JSON-safe; a blind prompt's black image refers to no frame (``blank``: the model saw
+        none), a cropped one says which region of its frame it shows (``crop``)."""
+        image = messages[0]["content"][0]["image"]
+        recorded = recorded_messages(messages, [] if self.blind else [(image, observation.frame_id)])
+        box = self.crop.get(observation.domain)
+        if self.blind:
+            recorded[0]["content"][0]["blank"] = True
+        elif box is not None:
+            recorded[0]["content"][0]["crop"] = list(box)
+        return recorded
 
     def answer(self, text: str, domain: str, token_ids: list[int] | None = None) -> str:
         raw = text.strip()
@@ -117,12 +163,52 @@ class AnswerAgent:
         messages = self.prompt(observation)
         [gen] = await self.engine.agenerate([GenerationRequest(messages, self.sampling)])
         self.decided = True
-        image = messages[0]["content"][0]["image"]
         common = dict(text=gen.text, prompt_token_ids=gen.prompt_token_ids, response_token_ids=gen.response_token_ids,
                       logprobs=gen.response_logprobs, policy_version=gen.policy_version,
-                      messages=recorded_messages(messages, [(image, observation.frame_id)]))
+                      messages=self.recorded(messages, observation))
         if observation.domain in self.click_grid:
             cell, action = self.click(observation.domain, list(gen.response_token_ids or []), observation.screen_size)
             return AgentStep(action, **common, extra={"cell": cell})
         answer = self.answer(gen.text, observation.domain, gen.response_token_ids)
         return AgentStep(Done(answer=answer), **common, extra={"answer": answer})
+
+    async def imitate(self, observation: Observation, action: ActionModel) -> AgentStep | None:
+        """The step this agent takes to play a teacher's decision: the prompt of the first observation it is
+        shown (its one decision is made there) and the one token that maps onto the teacher's first action it
+        can express, even if the teacher took other steps first (a pytool teacher's code, then its answer).
+        Token id ``i`` stands for option or cell ``i``, which every pick maps back to ``i``. None while no
+        such action has come, and after the decision."""
+        if self.decided:
+            return None
+        if self._first_prompt is None:
+            self._first_prompt = (self.prompt(observation), observation)
+        messages, first = self._first_prompt
+        domain = first.domain
+        if domain in self.click_grid and isinstance(action, Click):
+            option = grid_cell((action.x, action.y), self.click_grid[domain], first.screen_size)
+            x, y = grid_point(option, self.click_grid[domain], first.screen_size)
+            played: ActionModel = Click(x=x, y=y)
+            extra: dict[str, Any] = {"cell": option}
+        elif domain in self.choices and isinstance(action, Done) and action.answer in self.choices[domain]:
+            option = self.choices[domain].index(action.answer)
+            played, extra = Done(answer=action.answer), {"answer": action.answer}
+        else:
+            return None
+        self.decided = True
+        return AgentStep(played, text=self.option_text(option), response_token_ids=[self.option_token(option)],
+                         messages=self.recorded(messages, first), extra=extra)
+
+    def option_token(self, option: int) -> int:
+        """The response token id that picks ``option``: the id itself under ``pick="modulo"`` (``i % K == i``);
+        under ``pick="digit"`` the digit's token, which needs the engine's tokenizer."""
+        if self.pick == "modulo":
+            return option
+        tokenizer = getattr(self.engine, "tokenizer", None)
+        if tokenizer is None:
+            raise ValueError("pick='digit' imitation needs an engine with a tokenizer to spell the digit")
+        [token] = tokenizer.encode(str(option), add_special_tokens=False)
+        return int(token)
+
+    def option_text(self, option: int) -> str:
+        tokenizer = getattr(self.engine, "tokenizer", None)
+        return tokenizer.decode([self.option_token(option)]) if tokenizer is not None else ""

@@ -2,11 +2,18 @@
 
     mintgym export runs/oracle --out data/oracle-sft          # successful episodes' steps (the default)
     mintgym export runs/oracle --out data/all-steps --all     # every episode's valid steps
+    mintgym export runs/oracle --out data/bc --agent answer --agent-options '{"choices": {"pytool": ["red", "blue"]}}'
 
 One record per step that carries a valid action: the screenshot it was chosen on (an Image feature), the
 instruction, the action as JSON and the model's raw text, with the trajectory id, task, domain and step
 index (DESIGN section 5). The dataset is written with ``save_to_disk``; read it back with
 ``datasets.load_from_disk(PATH)``.
+
+With ``--agent`` (``answer`` or ``vlm``, with ``--agent-options`` as in a training config's ``agent``), the
+run's successful episodes are replayed through that agent instead (:mod:`mintgym.trajectory.imitation`):
+one record per step it imitates, holding the prompt it would have built (``messages``, images in
+``images``) and the response it would have written: behaviour-cloning data for a training config's
+``warm_start.dataset``. The vlm agent and ``pick: digit`` need ``--model`` (its engine and tokenizer).
 """
 
 from __future__ import annotations
@@ -25,7 +32,12 @@ def register(app: typer.Typer) -> None:
 def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, rollout or one trajectory)"),
            out: Path = typer.Option(..., "--out", help="folder to write the dataset to (save_to_disk)"),
            all_episodes: bool = typer.Option(False, "--all", help="steps of every episode, not only successful "
-                                             "ones")) -> None:
+                                             "ones"),
+           agent: str | None = typer.Option(None, "--agent", help="replay the episodes through this agent "
+                                            "(answer or vlm): its prompts and responses, for warm_start.dataset"),
+           agent_options: str = typer.Option("{}", "--agent-options", help="JSON options of --agent"),
+           model: Path | None = typer.Option(None, "--model", help="model folder of the agent's engine (vlm, "
+                                             "pick: digit)")) -> None:
     """Write a run's steps as a Hugging Face dataset (screenshot, instruction, action, response)."""
     import datasets
 
@@ -38,9 +50,43 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, roll
     if out.exists() and any(out.iterdir()):
         raise fail(f"{out} exists and is not empty; give a new folder")
     try:
-        dataset = export_dataset(run_dir, only_success=not all_episodes)
+        if agent is None:
+            dataset = export_dataset(run_dir, only_success=not all_episodes)
+        else:
+            dataset = _imitation(run_dir, agent, agent_options, model, only_success=not all_episodes)
     except ValueError as err:
         raise fail(f"{err}{'' if all_episodes else ' (--all takes every episode)'}") from None
     dataset.save_to_disk(str(out))
     typer.echo(f"{len(dataset)} steps from {len({r for r in dataset['trajectory_id']})} episodes -> {out} "
                "(datasets.load_from_disk)")
+
+
+def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, only_success: bool):
+    import json
+
+    from mintgym.rollout.ray_worker import WorkerSpec, make_episode_agent
+    from mintgym.trajectory.imitation import imitation_dataset
+
+    try:
+        options = json.loads(options_json)
+    except json.JSONDecodeError as err:
+        raise fail(f"--agent-options is not JSON: {err}") from None
+    if not isinstance(options, dict):
+        raise fail(f"--agent-options must be a JSON object, got {options_json!r}")
+    if kind not in ("answer", "vlm"):
+        raise fail(f"--agent {kind!r}: imitation data is made for a training agent, answer or vlm")
+    engine = None
+    if model is not None:
+        from mintgym.inference.hf import HFEngine
+
+        if not (model / "config.json").exists():
+            raise fail(f"--model {model}: no model there (no config.json)")
+        engine = HFEngine(str(model))
+    elif kind == "vlm":
+        raise fail("--agent vlm needs --model: the agent is built over that model's engine")
+    spec = WorkerSpec(worker_id=0, model_path="", tasks=[], env_urls={}, agent=kind, agent_options=options)
+    try:
+        make_episode_agent(spec, engine)
+    except (TypeError, ValueError) as err:
+        raise fail(f"--agent {kind} with these options: {err}") from None
+    return imitation_dataset(run_dir, lambda: make_episode_agent(spec, engine), only_success=only_success)

@@ -9,6 +9,8 @@ Any field of the config can be overridden as ``section.key=value`` (values are Y
 
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 
 import typer
@@ -47,7 +49,7 @@ def register(app: typer.Typer) -> None:
             cfg = RunConfig.from_yaml(config, items)
         except ConfigError as err:
             raise MintGymError(str(err)) from None  # one line, exit status 2 (mintgym.cli.one_line)
-        result = train(cfg, out)
+        result = train(cfg, out, log=functools.partial(print, flush=True))  # lines show at once in a log file
         if result.finished:
             return  # train() said so, and how to train further
         since = f" (resumed at step {result.resumed_from})" if result.resumed_from else ""

@@ -116,6 +116,7 @@ def build_tiny_vlm(
     vocab_size: int = 512,
     min_pixels: int = 28 * 28 * 4,
     max_pixels: int = 28 * 28 * 64,
+    initializer_range: float = 0.02,
 ) -> str:
     """Build and save a tiny random-weight Qwen2-VL (model, tokenizer, processor) under ``path``.
 
@@ -127,6 +128,9 @@ def build_tiny_vlm(
             merge 2); heads default to one per 16 dims.
         vocab_size: BPE vocabulary size before the special tokens.
         min_pixels, max_pixels: the image processor's resize bounds (images become 4 to 64 tokens).
+        initializer_range: the std of the random weights (Qwen2-VL's 0.02 by default). Tiny towers start
+            nearly blind at 0.02: what an image adds to the last token's logits is too small for gradient
+            descent to find in minutes; about 1/sqrt(hidden_size) lets a tiny model learn from pixels.
 
     Returns:
         ``path`` as a string.
@@ -153,16 +157,16 @@ def build_tiny_vlm(
             "num_key_value_heads": max(1, num_heads // 2), "max_position_embeddings": 4096,
             "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
             "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
+            "pad_token_id": ids["<|endoftext|>"], "initializer_range": initializer_range,
         },
         vision_config={
             "depth": vision_depth, "embed_dim": vision_embed_dim, "hidden_size": hidden_size,
             "num_heads": vision_num_heads or max(1, vision_embed_dim // 16), "mlp_ratio": 2, "patch_size": 14,
-            "spatial_merge_size": 2, "temporal_patch_size": 2,
+            "spatial_merge_size": 2, "temporal_patch_size": 2, "initializer_range": initializer_range,
         },
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=False,
+        tie_word_embeddings=False, initializer_range=initializer_range,
     )
     torch.manual_seed(seed)
     model = Qwen2VLForConditionalGeneration(config).eval()

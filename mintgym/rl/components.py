@@ -19,6 +19,7 @@ import torch
 from mintgym.buffer.store import TrajectoryBuffer
 from mintgym.rl import wiring
 from mintgym.rl.sync import WeightSync
+from mintgym.rl.warm_start import warm_start
 from mintgym.runtime.fleet import ServerGroup
 from mintgym.runtime.providers import ServerHandle
 from mintgym.trainer.ckpt import latest_checkpoint, load_checkpoint, save_checkpoint
@@ -57,6 +58,8 @@ class Run:
         self.env_urls = wiring.env_servers(cfg, self.servers)
         self.buffer = self._build_buffer()
         self.step = self._build_learner()
+        if self.step == 0:  # a fresh run: the configured supervised warm start, before any sampler has weights
+            warm_start(cfg, self.learner.model, self.learner.processor, self.env_urls, self.out, self.log)
         self.sync = WeightSync(self.weights, cfg.train, self.workers)
         self.sync.send_first(self.learner.version, self.learner.state_dict())
         self._build_workers()

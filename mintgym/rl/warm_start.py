@@ -30,20 +30,27 @@ def student_factory(cfg: RunConfig, engine: Any) -> Callable[[], Any]:
     return lambda: make_episode_agent(spec, engine)
 
 
-def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path) -> dict[str, int]:
+def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
+                log: Callable[[str], None] = print) -> dict[str, int]:
     """Play each task's oracle once on each training seed into ``run_dir``; returns {task: successes}."""
     from mintgym.agents import make_agent
     from mintgym.rollout.runner import EpisodeJob, run_jobs
 
+    from mintgym.trajectory.store import iter_run
+
+    played = {t.id: t for _, t in iter_run(run_dir)} if run_dir.is_dir() else {}  # a restarted run resumes
     successes: dict[str, int] = {}
     for task in cfg.tasks:
         if not task.seeds:
             raise MintGymError(f"warm_start.oracle: task {task.id} lists no training seeds to play the oracle on")
         jobs = [EpisodeJob(task.id, seed, key=f"{task.id.replace('/', '.')}-seed{seed}") for seed in task.seeds]
-        url = env_urls[task.domain][0]
-        trajectories = asyncio.run(run_jobs(url, jobs, lambda: make_agent("scripted"), concurrency=2,
-                                            run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout))
-        successes[task.id] = sum(t.success for t in trajectories)
+        done = [played[j.key] for j in jobs if j.key in played]
+        todo = [j for j in jobs if j.key not in played]
+        log(f"warm start: playing the oracle of {task.id} on its {len(jobs)} training seeds"
+            + (f" ({len(done)} played before)" if done else ""))
+        done += asyncio.run(run_jobs(env_urls[task.domain][0], todo, lambda: make_agent("scripted"), concurrency=2,
+                                     run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout)) if todo else []
+        successes[task.id] = sum(t.success for t in done)
         if not successes[task.id]:
             raise MintGymError(f"warm_start.oracle: the oracle of {task.id} solved none of its {len(jobs)} "
                                f"training seeds (episodes in {run_dir}); nothing to learn from")
@@ -69,9 +76,11 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
         path = folder / "dataset"
         if not (path / "dataset_info.json").exists():
             episodes = folder / "oracle"
-            summary["oracle_successes"] = play_oracle(cfg, env_urls, episodes)
+            summary["oracle_successes"] = play_oracle(cfg, env_urls, episodes, log)
             engine = HFEngine(model=model, processor=processor)
-            imitation_dataset(episodes, student_factory(cfg, engine)).save_to_disk(str(path))
+            dataset = imitation_dataset(episodes, student_factory(cfg, engine))
+            dataset.save_to_disk(str(path))
+            log(f"warm start: {len(dataset)} examples in the {cfg.agent.kind} agent's format -> {path}")
     else:
         path = Path(ws.dataset).expanduser()
         if not path.is_dir():

@@ -1,2 +1,3 @@
-"""Layer 6: the RL trainer: pure losses (loss.py), typed config (config.py), the training step
-(learner.py), the run loop in sync or async mode (train.py) and checkpoints (ckpt.py)."""
+"""Layer 6: what the learner process needs alone: pure losses (loss.py), typed config (config.py), the
+training step (learner.py), supervised warm-start steps (sft.py) and checkpoints (ckpt.py). The run loop
+that wires them to env servers, workers and weights is :mod:`mintgym.rl`."""

@@ -184,9 +184,11 @@ class WeightsConfig(_Part):
     transport: Literal["ray", "filesystem", "vllm"] = Field(
         "ray", description="How published weights reach the engines: ``ray`` (Ray's object store, one copy per "
                            "node), ``filesystem`` (``.npz`` files in ``folder``, which every node must see), "
-                           "``vllm`` (vLLM's own in-place update path; needs CUDA GPUs, not available on CPU).")
-    folder: str | None = Field(None, description="``filesystem``: the shared folder (None: ``<out>/weights``).")
-    keep: int = Field(2, ge=1, description="``filesystem``: weight versions kept on disk.")
+                           "``vllm`` (safetensors files in ``folder`` that each vLLM worker loads in place; needs "
+                           "CUDA GPUs and engine.name vllm).")
+    folder: str | None = Field(None, description="``filesystem`` and ``vllm``: the shared folder (None: "
+                               "``<out>/weights``).")
+    keep: int = Field(2, ge=1, description="``filesystem`` and ``vllm``: weight versions kept on disk.")
 
 
 class WandbConfig(_Part):
@@ -212,6 +214,28 @@ class LogConfig(_Part):
                                "TensorBoard.")
 
 
+class WarmStartConfig(_Part):
+    """Supervised steps before RL: behaviour cloning of a teacher in the run's own agent format
+    (:mod:`mintgym.trainer.sft`). Only a fresh run warm-starts; a resumed one continues from its checkpoint."""
+
+    oracle: bool = Field(False, description="Play every task's oracle (the scripted agent) on its training "
+                         "``seeds`` through the run's env servers, export those episodes with the run's agent "
+                         "(as ``mintgym export --agent`` does) to ``<out>/warm_start/dataset``, and train on it. "
+                         "Held-out ``eval_seeds`` are never played.")
+    dataset: str | None = Field(None, description="Or a dataset written by ``mintgym export RUN --agent KIND``.")
+    steps: int = Field(0, ge=0, description="Supervised steps (0: no warm start).")
+    lr: float = Field(1e-3, gt=0, description="Adam learning rate of the supervised steps.")
+    batch_size: int = Field(16, ge=1, description="Sequences per supervised step.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "WarmStartConfig":
+        if self.oracle and self.dataset:
+            raise ValueError("give oracle: true or a dataset, not both")
+        if self.steps and not (self.oracle or self.dataset):
+            raise ValueError("steps needs a source: set oracle: true, or dataset: PATH")
+        return self
+
+
 class RunConfig(_Part):
     model: ModelConfig = Field(description="The policy's checkpoint.")
     tasks: list[TaskConfig] = Field(min_length=1, description="Tasks the run trains on; their domains are the "
@@ -224,6 +248,8 @@ class RunConfig(_Part):
     train: TrainConfig = Field(default_factory=TrainConfig, description="The learner and the loop.")
     weights: WeightsConfig = Field(default_factory=WeightsConfig, description="The weight transport.")
     log: LogConfig = Field(default_factory=LogConfig, description="Console, W&B and sample-episode logging.")
+    warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig, description="Supervised steps on a "
+                                        "teacher's episodes before RL.")
     ray_address: str | None = Field(None, description="Ray cluster address (``auto``, ``HOST:PORT``; None: start "
                                     "a local one).")
 

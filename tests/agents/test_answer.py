@@ -92,3 +92,40 @@ def test_a_blind_agent_sees_black_whatever_the_screen():
     assert shown.shape == (112, 112, 3) and not shown.any()
     seeing = AnswerAgent(_NoEngine(), click_grid={"web": [2, 3]}).prompt(screen)[0]["content"][0]["image"]
     assert (seeing == 200).all()
+
+
+def test_imitate_maps_a_teachers_click_to_its_cell_and_an_answer_to_its_choice():
+    from mintgym.action_spaces import Python
+    from mintgym.agents.answer import grid_cell
+
+    assert [grid_cell(grid_point(c, (2, 3), (160, 210)), (2, 3), (160, 210)) for c in range(6)] == list(range(6))
+    with pytest.raises(ValueError, match="off the 160x210 screen"):
+        grid_cell((160, 5), (2, 3), (160, 210))
+    grid = AnswerAgent(_NoEngine(), click_grid={"web": [2, 3]}, pick="modulo")
+    asyncio.run(grid.start(None))
+    step = asyncio.run(grid.imitate(_obs("web"), Click(x=150, y=200)))
+    # the bottom-right cell: token 5, played as a click on that cell's centre, the prompt recorded
+    assert step.response_token_ids == [5] and step.action == Click(x=120, y=175) and step.extra == {"cell": 5}
+    assert step.messages[0]["content"][0]["frame_id"] == "f0"
+    assert asyncio.run(grid.imitate(_obs("web"), Click(x=5, y=5))) is None  # one decision an episode
+
+    choices = AnswerAgent(_NoEngine(), choices={"pytool": ["red", "blue", "green"]}, pick="modulo",
+                          crop={"pytool": [0, 0, 80, 70]})
+    asyncio.run(choices.start(None))
+    first = _obs("pytool")
+    later = Observation(screenshot=np.full((210, 160, 3), 255, np.uint8), instruction="Click it.",
+                        domain="pytool", step=1, frame_id="f1")
+    assert asyncio.run(choices.imitate(first, Python(code="print(1)"))) is None  # not an option: no record yet
+    assert asyncio.run(choices.imitate(later, Done(answer="purple"))) is None  # not among the choices
+    step = asyncio.run(choices.imitate(later, Done(answer="green")))
+    # the answer, on the first screen it was shown (its one decision is made there), cropped as configured
+    assert step.response_token_ids == [2] and step.action == Done(answer="green")
+    assert step.messages[0]["content"][0]["frame_id"] == "f0" and step.messages[0]["content"][0]["crop"] == [0, 0, 80, 70]
+
+
+def test_a_crop_outside_the_screen_or_malformed_is_refused():
+    with pytest.raises(ValueError, match=r"crop for 'web' is \[x0, y0, x1, y1\]"):
+        AnswerAgent(_NoEngine(), crop={"web": [10, 10, 5, 20]})
+    agent = AnswerAgent(_NoEngine(), choices={"web": ["a"]}, crop={"web": [0, 0, 400, 20]})
+    with pytest.raises(ValueError, match="outside the 160x210 screen"):
+        agent.prompt(_obs("web"))

@@ -7,10 +7,10 @@ from mintgym.trainer.config import ConfigError, RunConfig, apply_overrides
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart.yaml", "qwen25vl_3b_gpu.yaml"])
+@pytest.mark.parametrize("name", ["quickstart.yaml", "qwen25vl_3b_gpu.yaml", "must_see.yaml"])
 def test_shipped_configs_load(name):
     cfg = RunConfig.from_yaml(EXAMPLES / name)
-    assert len(cfg.domains) >= 2
+    assert cfg.domains and cfg.tasks
 
 
 BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
@@ -28,6 +28,8 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
     (["tasks.2.id=x"], r"^tasks.2: no such item \(tasks has 1;"),
     (["train.domain_weights={web: 1.0}"], r"domain_weights name \['web'\], not domains of the tasks"),
     (["envs.0.domain='null'", "envs.0.resources={a: 1}"], r"^envs.0: .*need provider: ray, not 'local'$"),
+    (["warm_start.steps=10"], r"^warm_start: steps needs a source: set oracle: true, or dataset: PATH$"),
+    (["warm_start.oracle=true", "warm_start.dataset=d"], r"^warm_start: give oracle: true or a dataset, not both$"),
     (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
     (["train.lr"], r"^override 'train.lr': expected key.path=value"),
 ])

@@ -1,0 +1,82 @@
+"""Supervised warm start: cross-entropy on a behaviour-cloning dataset, run before RL.
+
+The dataset is :mod:`mintgym.trajectory.imitation`'s (``mintgym export RUN --agent KIND``): each row a
+prompt in the student agent's own format (``messages`` JSON whose image parts index ``images``) and the
+response it would have written (``response_token_ids``, or ``response`` text, tokenized here and closed with
+the end-of-turn token). Prompts are tokenized by the engine's own code
+(:meth:`~mintgym.inference.hf.HFEngine.sequence_inputs`) and scored by the trainer's own forward pass
+(:func:`~mintgym.inference.logprobs.sequence_logprobs`), so the warm-started weights are trained on exactly
+the token sequences the sampler will later see. Only response tokens are in the loss.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from mintgym.inference.logprobs import SequenceInput, sequence_logprobs
+
+
+def dataset_sequences(dataset: Any, model: Any, processor: Any) -> list[SequenceInput]:
+    """Every row of an imitation dataset as the model's input (prompt + response token ids, images)."""
+    from mintgym.inference.hf import HFEngine
+
+    engine = HFEngine(model=model, processor=processor)
+    tokenizer = processor.tokenizer
+    missing = {"messages", "images", "response", "response_token_ids"} - set(dataset.column_names)
+    if missing:
+        raise ValueError(f"not an imitation dataset (made by `mintgym export --agent`): no column(s) "
+                         f"{sorted(missing)}")
+    sequences = []
+    for i, row in enumerate(dataset):
+        images = [np.asarray(image.convert("RGB")) for image in row["images"]]
+        messages = json.loads(row["messages"])
+        for message in messages:
+            for part in message["content"]:
+                if part.get("type") == "image":
+                    part["image"] = images[part["image"]]
+        response = list(row["response_token_ids"])
+        if not response:
+            response = tokenizer.encode(row["response"], add_special_tokens=False) + [engine.eos_token_ids[0]]
+        if not row["response"] and not row["response_token_ids"]:
+            raise ValueError(f"dataset row {i}: empty response, nothing to learn")
+        sequences.append(engine.sequence_inputs(messages, response))
+    return sequences
+
+
+def supervised_steps(model: Any, sequences: list[SequenceInput], *, steps: int, lr: float, batch_size: int,
+                     seed: int = 0, max_grad_norm: float = 1.0,
+                     log: Callable[[int, float], None] | None = None) -> list[float]:
+    """``steps`` Adam steps of mean response-token cross-entropy over shuffled epochs of ``sequences``;
+    returns each step's loss."""
+    if not sequences:
+        raise ValueError("no sequences to train on")
+    rng = random.Random(seed)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    order: list[int] = []
+    losses = []
+    model.train()
+    for step in range(steps):
+        if len(order) < batch_size:
+            epoch = list(range(len(sequences)))
+            rng.shuffle(epoch)
+            order += epoch
+        batch = [sequences[i] for i in order[:batch_size]]
+        del order[:batch_size]
+        logprobs = sequence_logprobs(model, batch, layout="right_padded")  # one forward pass a batch
+        tokens = sum(len(lp) for lp in logprobs)
+        loss = -torch.cat(logprobs).sum() / tokens
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()
+        losses.append(float(loss.detach()))
+        if log is not None:
+            log(step + 1, losses[-1])
+    model.eval()
+    return losses
+
