@@ -105,4 +105,4 @@ def test_two_step_task_success_rises_with_warm_start_then_rl(tmp_path):
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     success = [r["success/web"] for r in rows if "success/web" in r]
     first, last = np.mean(success[:4]), np.mean(success[-4:])
-    assert last >= first + 0.2, f"success per step {success}"
+    assert last > first and last >= 0.85, f"success per step {success}"
