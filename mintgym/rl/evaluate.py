@@ -14,15 +14,16 @@ if TYPE_CHECKING:
     from mintgym.rl.components import Run
 
 
-def final_eval(run: Run, groups_per_task: int) -> dict[str, Any]:
-    """Play ``groups_per_task`` groups of every task with the final weights; rewards per domain and group."""
+def final_eval(run: Run, groups_per_task: int, temperature: float | None = None) -> dict[str, Any]:
+    """Play ``groups_per_task`` groups of every task with the final weights (sampled at ``temperature``, None:
+    the rollout's); rewards per domain and group."""
     import ray
 
     run.stop_play()
     run.publish(final=True)
     run.sync.wait_all()
     n = len(run.workers)
-    parts = ray.get([w.evaluate.remote(groups_per_task, (i, n)) for i, w in enumerate(run.workers)])
+    parts = ray.get([w.evaluate.remote(groups_per_task, (i, n), temperature) for i, w in enumerate(run.workers)])
     groups = [g for part in parts for g in part]
     domains: dict[str, dict[str, float]] = {}
     for d in run.cfg.domains:
@@ -30,4 +31,5 @@ def final_eval(run: Run, groups_per_task: int) -> dict[str, Any]:
         domains[d] = {"mean_reward": sum(rewards) / len(rewards) if rewards else math.nan,
                       "episodes": len(rewards),
                       "failed_episodes": sum(g["errors"] for g in groups if g["domain"] == d)}
-    return {"version": run.learner.version, "domains": domains, "groups": groups}
+    return {"version": run.learner.version, "temperature": run.cfg.rollout.temperature if temperature is None
+            else temperature, "domains": domains, "groups": groups}

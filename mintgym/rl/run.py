@@ -141,7 +141,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
         result.buffer = ray.get(run.buffer.stats.remote())
         result.worker_restarts = run.restarts
         if tc.eval_groups:
-            result.final_eval = final_eval(run, tc.eval_groups)
+            result.final_eval = final_eval(run, tc.eval_groups, tc.eval_temperature)
             (out / "final_eval.json").write_text(json.dumps(result.final_eval, indent=2))
             log(f"final eval of version {result.final_eval['version']}: " + ", ".join(
                 f"{d} {v['mean_reward']:.2f} ({v['episodes']} episodes)"

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mintgym.errors import MintGymError
 from mintgym.trainer.config import RunConfig

@@ -21,6 +21,7 @@ the buffer counts the reservations it held as lost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import random
 import uuid
@@ -186,6 +187,7 @@ def make_episode_agent(spec: WorkerSpec, engine: InferenceEngine, rng: random.Ra
         options.setdefault("sampling", SamplingParams(max_new_tokens=spec.max_new_tokens,
                                                       temperature=spec.temperature))
         options.setdefault("retries", 0)
+        options.setdefault("seeded", False)  # the G episodes of a group share a task seed: they must sample apart
         agent = vlm.VLMAgent(engine=engine, **options)
     else:
         raise ValueError(f"unknown rollout agent {spec.agent!r} (answer, vlm)")
@@ -306,10 +308,13 @@ class RolloutWorker:
         await self._setup()
         return await self.refresh_weights()
 
-    async def evaluate(self, groups_per_task: int, share: tuple[int, int] = (0, 1)) -> list[dict[str, Any]]:
+    async def evaluate(self, groups_per_task: int, share: tuple[int, int] = (0, 1),
+                       temperature: float | None = None) -> list[dict[str, Any]]:
         """Play groups of every task with the newest weights, not pushed to the buffer: group k of a task
         (k < ``groups_per_task``, taken when ``k % share[1] == share[0]``) uses its ``k``-th seed in
-        turn. Returns per group the task, domain, seed, weights version, rewards and failed episodes."""
+        turn, sampled at ``temperature`` (None: the rollout's; 0: greedy, one episode a group). Returns per group the task, domain, seed,
+        weights version, rewards and failed episodes."""
+        spec = self.spec if temperature is None else dataclasses.replace(self.spec, temperature=temperature)
         await self._setup()
         await self.refresh_weights()
         tasks = list({task_id: (task_id, seeds, domain) for task_id, seeds, domain in self.spec.tasks}.values())
@@ -320,8 +325,9 @@ class RolloutWorker:
             seed = seeds[k % len(seeds)] if seeds else self._rng.randrange(2**31)
             group_id = f"eval-{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
             async with slots:
-                samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i)
-                                                 for i in range(self.spec.group_size)), return_exceptions=True)
+                size = 1 if spec.temperature == 0 else spec.group_size  # greedy: every sample would be alike
+                samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i, spec)
+                                                 for i in range(size)), return_exceptions=True)
             good = [s for s in samples if isinstance(s, Sample)]
             return {"task_id": task_id, "domain": domain, "seed": seed, "version": self.version,
                     "rewards": [s.reward for s in good], "errors": len(samples) - len(good)}
@@ -358,11 +364,12 @@ class RolloutWorker:
         await self.buffer.push.remote(group)
         self.stats["groups"] += 1
 
-    async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int) -> Sample | None:
+    async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int,
+                       spec: WorkerSpec | None = None) -> Sample | None:
         from mintgym.rollout.episode import play_pooled
 
         recorder = RecordingEngine(self.engine)
-        agent = recorder.marking(make_episode_agent(self.spec, recorder, self._rng))
+        agent = recorder.marking(make_episode_agent(spec or self.spec, recorder, self._rng))
         traj = await play_pooled(self.pools[domain], agent, task_id, seed, f"{group_id}-{index}",
                                  max_seconds=self.spec.episode_timeout, group_id=group_id)
         self.stats["episodes"] += 1

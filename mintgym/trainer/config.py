@@ -166,6 +166,8 @@ class TrainConfig(_Part):
     eval_groups: int = Field(0, ge=0, description="After the last step, play this many groups of every task with "
                              "the final weights (not trained on) and write their mean reward per domain to "
                              "``final_eval.json`` (0: no evaluation).")
+    eval_temperature: float | None = Field(None, ge=0, description="Sampling temperature of that evaluation "
+                                           "(None: ``rollout.temperature``; 0: greedy, the policy's best answer).")
     seed: int = Field(0, description="Seed of torch and the task streams.")
 
     @model_validator(mode="after")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch

@@ -28,6 +28,7 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
     (["tasks.2.id=x"], r"^tasks.2: no such item \(tasks has 1;"),
     (["train.domain_weights={web: 1.0}"], r"domain_weights name \['web'\], not domains of the tasks"),
     (["envs.0.domain='null'", "envs.0.resources={a: 1}"], r"^envs.0: .*need provider: ray, not 'local'$"),
+    (["train.eval_temperature=-1"], r"^train.eval_temperature: expected a number >= 0 or null, got -1$"),
     (["warm_start.steps=10"], r"^warm_start: steps needs a source: set oracle: true, or dataset: PATH$"),
     (["warm_start.oracle=true", "warm_start.dataset=d"], r"^warm_start: give oracle: true or a dataset, not both$"),
     (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
