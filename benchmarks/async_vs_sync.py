@@ -40,7 +40,7 @@ def base_config(steps: int) -> dict:
 
 def throughput(args) -> list[dict]:
     from mintgym.trainer.config import RunConfig
-    from mintgym.trainer.train import train
+    from mintgym.rl import train
 
     rows = []
     for mode, lag in [("sync", 0)] + [("async", lag) for lag in args.lags]:
@@ -86,7 +86,7 @@ def lag_study(args) -> list[dict]:
     reward is the final weights' own (``eval_groups`` groups per task after the last step), since with
     delayed weights the last batches' rewards are those of weights L versions older."""
     from mintgym.trainer.config import RunConfig
-    from mintgym.trainer.train import train
+    from mintgym.rl import train
 
     rows = []
     for correction in args.corrections:
