@@ -58,8 +58,10 @@ class Run:
         self.env_urls = wiring.env_servers(cfg, self.servers)
         self.buffer = self._build_buffer()
         self.step = self._build_learner()
-        if self.step == 0:  # a fresh run: the configured supervised warm start, before any sampler has weights
-            warm_start(cfg, self.learner.model, self.learner.processor, self.env_urls, self.out, self.log)
+        if self.step == 0 and warm_start(cfg, self.learner.model, self.learner.processor, self.env_urls, self.out,
+                                         self.log) is not None:
+            # A new version: the engines start from the checkpoint on disk (version 0) and load only newer weights.
+            self.learner.restored(self.learner.version + 1)
         self.sync = WeightSync(self.weights, cfg.train, self.workers)
         self.sync.send_first(self.learner.version, self.learner.state_dict())
         self._build_workers()

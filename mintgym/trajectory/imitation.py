@@ -126,4 +126,6 @@ def imitation_dataset(run_dir: str | Path, make_agent: Callable[[], Agent], *, o
         "images": datasets.Sequence(datasets.Image()), "response": datasets.Value("string"),
         "response_token_ids": datasets.Sequence(datasets.Value("int64")), "action": datasets.Value("string"),
     })
+    for record in records:  # as PIL images: datasets would pass arrays through int64 lists
+        record["images"] = [Image.fromarray(image) for image in record["images"]]
     return datasets.Dataset.from_list(records, features=features)
