@@ -15,7 +15,8 @@ Made for RL smoke runs with tiny models (the quickstart). The model never writes
 
 ``crop[domain] = [x0, y0, x1, y1]`` shows the model only that screen region (pytool's task image panel is
 ``[8, 36, 488, 396]``), so a small image still holds its detail. ``blind=True`` shows the model a black image instead of the screenshot: the ablation that tells a policy
-that reads the pixels from one that learnt a fixed answer. Domains with neither are answered with the text
+that reads the pixels from one that learnt a fixed answer. ``show_instruction=False`` leaves the task's
+instruction out of the prompt (the screen and the options only). Domains with neither are answered with the text
 as typed. Token ids, logprobs, the policy version and the prompt as sent go into the step like the VLM
 agent's.
 
@@ -63,7 +64,7 @@ class AnswerAgent:
     def __init__(self, engine: InferenceEngine, *, choices: dict[str, list[str]] | None = None,
                  click_grid: dict[str, list[int]] | None = None, max_new_tokens: int = 1,
                  temperature: float = 1.0, image_size: tuple[int, int] = (112, 112), pick: str = "digit",
-                 blind: bool = False, crop: dict[str, list[int]] | None = None):
+                 blind: bool = False, crop: dict[str, list[int]] | None = None, show_instruction: bool = True):
         if pick not in ("digit", "modulo"):
             raise ValueError(f"pick must be 'digit' or 'modulo', got {pick!r}")
         self.pick = pick
@@ -83,6 +84,8 @@ class AnswerAgent:
         self.image_size = tuple(image_size)
         #: Show the model a black image instead of the screenshot (the ablation of a policy that cannot see).
         self.blind = bool(blind)
+        #: Put the task's instruction in the prompt (off: the model is shown the screen and the options only).
+        self.show_instruction = bool(show_instruction)
         #: Per domain, the screen region ``[x0, y0, x1, y1]`` the model is shown (resized to ``image_size``).
         self.crop: dict[str, tuple[int, int, int, int]] = {}
         for domain, box in (crop or {}).items():
@@ -102,7 +105,7 @@ class AnswerAgent:
     def prompt(self, observation: Observation) -> list[dict[str, Any]]:
         ctx = self.context
         instruction = (ctx.instruction if ctx is not None else "") or observation.instruction
-        text = f"Task: {instruction}\n"
+        text = f"Task: {instruction}\n" if self.show_instruction else ""
         options = self.choices.get(observation.domain)
         grid = self.click_grid.get(observation.domain)
         if options:

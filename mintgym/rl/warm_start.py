@@ -2,7 +2,7 @@
 creation and the first weights the samplers get.
 
 With ``oracle: true`` the run first plays every task's oracle (the scripted agent, acting through the same
-pixel actions) on the task's training seeds through the run's own env servers, into
+pixel actions) on the task's ``oracle_seeds`` (else its training ``seeds``) through the run's own env servers, into
 ``<out>/warm_start/oracle``; those episodes are replayed through the run's agent
 (:mod:`mintgym.trajectory.imitation`) into ``<out>/warm_start/dataset``, the same dataset
 ``mintgym export <out>/warm_start/oracle --agent KIND`` writes. Then ``steps`` supervised steps
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +34,8 @@ def student_factory(cfg: RunConfig, engine: Any) -> Callable[[], Any]:
 
 def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
                 log: Callable[[str], None] = print) -> dict[str, int]:
-    """Play each task's oracle once on each training seed into ``run_dir``; returns {task: successes}."""
+    """Play each task's oracle once on each of its ``oracle_seeds`` (else its training ``seeds``) into
+    ``run_dir``; returns {task: successes}."""
     from mintgym.agents import make_agent
     from mintgym.rollout.runner import EpisodeJob, run_jobs
 
@@ -42,12 +44,14 @@ def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
     played = {t.id: t for _, t in iter_run(run_dir)} if run_dir.is_dir() else {}  # a restarted run resumes
     successes: dict[str, int] = {}
     for task in cfg.tasks:
-        if not task.seeds:
+        seeds = task.oracle_seeds or task.seeds
+        if not seeds:
             raise MintGymError(f"warm_start.oracle: task {task.id} lists no training seeds to play the oracle on")
-        jobs = [EpisodeJob(task.id, seed, key=f"{task.id.replace('/', '.')}-seed{seed}") for seed in task.seeds]
+        jobs = [EpisodeJob(task.id, seed, key=f"{task.id.replace('/', '.')}-seed{seed}") for seed in seeds]
         done = [played[j.key] for j in jobs if j.key in played]
         todo = [j for j in jobs if j.key not in played]
-        log(f"warm start: playing the oracle of {task.id} on its {len(jobs)} training seeds"
+        log(f"warm start: playing the oracle of {task.id} on its {len(jobs)} "
+            + ("oracle_seeds" if task.oracle_seeds else "training seeds")
             + (f" ({len(done)} played before)" if done else ""))
         done += asyncio.run(run_jobs(env_urls[task.domain][0], todo, lambda: make_agent("scripted"), concurrency=2,
                                      run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout)) if todo else []
@@ -71,25 +75,30 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
     ws = cfg.warm_start
     if not ws.steps:
         return None
+    datasets.disable_progress_bars()
     folder = out / "warm_start"
     summary: dict[str, Any] = {"steps": ws.steps, "lr": ws.lr, "batch_size": ws.batch_size}
     if ws.oracle:
         path = folder / "dataset"
         if not (path / "dataset_info.json").exists():
             episodes = folder / "oracle"
+            started = time.monotonic()
             summary["oracle_successes"] = play_oracle(cfg, env_urls, episodes, log)
+            played = time.monotonic()
             engine = HFEngine(model=model, processor=processor)
             dataset = imitation_dataset(episodes, student_factory(cfg, engine))
             dataset.save_to_disk(str(path))
-            log(f"warm start: {len(dataset)} examples in the {cfg.agent.kind} agent's format -> {path}")
+            log(f"warm start: {len(dataset)} examples in the {cfg.agent.kind} agent's format -> {path} (oracle "
+                f"{played - started:.0f} s, export {time.monotonic() - played:.0f} s)")
     else:
         path = Path(ws.dataset).expanduser()
         if not path.is_dir():
             raise MintGymError(f"warm_start.dataset: no dataset at {path} (write one with `mintgym export RUN "
                                f"--out {path} --agent {cfg.agent.kind}`)")
-    datasets.disable_progress_bars()
     dataset = datasets.load_from_disk(str(path))
+    started = time.monotonic()
     sequences = dataset_sequences(dataset, model, processor)
+    log(f"warm start: {len(sequences)} sequences tokenized in {time.monotonic() - started:.0f} s")
     every = max(1, ws.steps // 10)
     losses = supervised_steps(model, sequences, steps=ws.steps, lr=ws.lr, batch_size=ws.batch_size,
                               seed=cfg.train.seed,

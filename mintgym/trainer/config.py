@@ -98,10 +98,21 @@ class TaskConfig(_Part):
     eval_seeds: list[int] | None = Field(None, min_length=1, description="Seeds of the final evaluation, held out "
                                          "from training (None: the training seeds); ``train.eval_groups`` groups "
                                          "take them in turn.")
+    oracle_seeds: list[int] | None = Field(None, min_length=1, description="Seeds the warm start's oracle "
+                                           "plays (``warm_start.oracle``; None: ``seeds``). Chosen apart from "
+                                           "``seeds``, RL is rewarded on seeds the warm start never showed.")
     env_domain: str | None = Field(None, description="The env domain serving it, where it differs from the id's "
                                    "prefix (``miniwob/...`` is served by ``web``).")
     weight: int = Field(1, ge=1, description="How often the task comes up in each worker's schedule, relative "
                         "to the others.")
+
+    @model_validator(mode="after")
+    def _oracle_seeds_not_held_out(self) -> "TaskConfig":
+        leaked = sorted(set(self.oracle_seeds or ()) & set(self.eval_seeds or ()))
+        if leaked:
+            raise ValueError(f"oracle_seeds and eval_seeds share seed(s) {leaked[:5]}: the warm start would "
+                             "train on the held-out evaluation")
+        return self
 
     @property
     def domain(self) -> str:
@@ -220,10 +231,10 @@ class WarmStartConfig(_Part):
     """Supervised steps before RL: behaviour cloning of a teacher in the run's own agent format
     (:mod:`mintgym.trainer.sft`). Only a fresh run warm-starts; a resumed one continues from its checkpoint."""
 
-    oracle: bool = Field(False, description="Play every task's oracle (the scripted agent) on its training "
-                         "``seeds`` through the run's env servers, export those episodes with the run's agent "
-                         "(as ``mintgym export --agent`` does) to ``<out>/warm_start/dataset``, and train on it. "
-                         "Held-out ``eval_seeds`` are never played.")
+    oracle: bool = Field(False, description="Play every task's oracle (the scripted agent) on its "
+                         "``oracle_seeds`` (else its training ``seeds``) through the run's env servers, export "
+                         "those episodes with the run's agent (as ``mintgym export --agent`` does) to "
+                         "``<out>/warm_start/dataset``, and train on it. Held-out ``eval_seeds`` are never played.")
     dataset: str | None = Field(None, description="Or a dataset written by ``mintgym export RUN --agent KIND``.")
     steps: int = Field(0, ge=0, description="Supervised steps (0: no warm start).")
     lr: float = Field(1e-3, gt=0, description="Adam learning rate of the supervised steps.")

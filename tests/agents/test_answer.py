@@ -129,3 +129,13 @@ def test_a_crop_outside_the_screen_or_malformed_is_refused():
     agent = AnswerAgent(_NoEngine(), choices={"web": ["a"]}, crop={"web": [0, 0, 400, 20]})
     with pytest.raises(ValueError, match="outside the 160x210 screen"):
         agent.prompt(_obs("web"))
+
+
+def test_show_instruction_false_leaves_the_task_out_of_the_prompt():
+    screen = _obs("pytool")
+    shown = AnswerAgent(_NoEngine(), choices={"pytool": ["red", "blue"]}).prompt(screen)[0]["content"][1]["text"]
+    hidden = AnswerAgent(_NoEngine(), choices={"pytool": ["red", "blue"]},
+                         show_instruction=False).prompt(screen)[0]["content"][1]["text"]
+    assert screen.instruction and screen.instruction in shown
+    assert screen.instruction not in hidden and "Task:" not in hidden
+    assert hidden == "Options: 0) red, 1) blue\nOption:"

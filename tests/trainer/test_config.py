@@ -30,6 +30,8 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
     (["envs.0.domain='null'", "envs.0.resources={a: 1}"], r"^envs.0: .*need provider: ray, not 'local'$"),
     (["train.eval_temperature=-1"], r"^train.eval_temperature: expected a number >= 0 or null, got -1$"),
     (["warm_start.steps=10"], r"^warm_start: steps needs a source: set oracle: true, or dataset: PATH$"),
+    (["tasks.0.eval_seeds=[1, 2]", "tasks.0.oracle_seeds=[2, 3]"],
+     r"^tasks.0: oracle_seeds and eval_seeds share seed\(s\) \[2\]: the warm start would train on the held-out"),
     (["warm_start.oracle=true", "warm_start.dataset=d"], r"^warm_start: give oracle: true or a dataset, not both$"),
     (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
     (["train.lr"], r"^override 'train.lr': expected key.path=value"),
