@@ -16,8 +16,10 @@ No network is used: nothing is downloaded.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 #: The Qwen2-VL special tokens, in the order Qwen2-VL numbers them (after the BPE vocabulary).
 SPECIAL_TOKENS: tuple[str, ...] = (
@@ -135,6 +137,7 @@ def build_tiny_vlm(
     Returns:
         ``path`` as a string.
     """
+    chosen = {k: v for k, v in locals().items() if k not in ("path", "seed")}
     import torch
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
@@ -182,7 +185,24 @@ def build_tiny_vlm(
     processor = _image_only_processor_class(Qwen2VLProcessor)(
         image_processor=image_processor, tokenizer=tokenizer, video_processor=None, chat_template=CHAT_TEMPLATE)
     save_processor(processor, out)
+    (out / BUILD_FILE).write_text(json.dumps(build_options(seed, **chosen), sort_keys=True))
     return str(out)
+
+
+#: What a tiny model was built with, next to its weights: a run can tell a cached model from another one.
+BUILD_FILE = "mintgym_tiny.json"
+
+
+def build_options(seed: int = 0, **options: Any) -> dict[str, Any]:
+    """The seed and every option of :func:`build_tiny_vlm`, defaults filled in (what ``BUILD_FILE`` holds)."""
+    import inspect
+
+    defaults = {name: p.default for name, p in inspect.signature(build_tiny_vlm).parameters.items()
+                if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise TypeError(f"build_tiny_vlm got unknown option(s) {unknown}")
+    return {"seed": seed, **defaults, **options}
 
 
 def main(path: str, seed: int = 0) -> None:

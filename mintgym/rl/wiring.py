@@ -7,6 +7,7 @@ here holds state. :mod:`mintgym.rl.components` calls them in order and owns what
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -26,10 +27,19 @@ from mintgym.weights.base import WeightBroadcast
 def model_path(cfg: RunConfig) -> str:
     """The model's folder, building the tiny model there first if ``model.build_tiny`` asks for it."""
     path = Path(cfg.model.path).expanduser()
-    if cfg.model.build_tiny and not (path / "config.json").exists():
-        from mintgym.models.tiny import build_tiny_vlm
+    if cfg.model.build_tiny:
+        from mintgym.models.tiny import BUILD_FILE, build_options, build_tiny_vlm
 
-        build_tiny_vlm(path, seed=cfg.model.tiny_seed, **cfg.model.tiny_options)
+        try:
+            wanted = build_options(cfg.model.tiny_seed, **cfg.model.tiny_options)
+        except TypeError as e:
+            raise MintGymError(f"model.tiny_options: {e}") from None
+        built = path / BUILD_FILE
+        if not (path / "config.json").exists():
+            build_tiny_vlm(path, seed=cfg.model.tiny_seed, **cfg.model.tiny_options)
+        elif built.exists() and json.loads(built.read_text()) != wanted:
+            raise MintGymError(f"model.path {path} holds a tiny model built with other options "
+                               f"({built.read_text()}); give the new one another model.path, or delete that folder")
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"no model at {path} (set model.build_tiny: true to build the tiny one)")
     return str(path)

@@ -37,7 +37,8 @@ class ModelConfig(_Part):
     path: str = Field(description="Checkpoint directory (a Hugging Face VLM). With ``build_tiny`` it is built "
                                   "there first if missing.")
     build_tiny: bool = Field(False, description="Build the tiny random Qwen2-VL "
-                                                "(:func:`mintgym.models.tiny.build_tiny_vlm`) at ``path`` if absent.")
+                                                "(:func:`mintgym.models.tiny.build_tiny_vlm`) at ``path`` if absent; "
+                                                "one built there with another seed or options is refused.")
     tiny_seed: int = Field(0, description="Seed of the tiny model's random weights.")
     tiny_options: dict[str, Any] = Field(default_factory=dict, description="Other keyword options of "
                                          "``build_tiny_vlm`` (``vocab_size``, ``hidden_size`` ...).")

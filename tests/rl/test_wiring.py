@@ -81,3 +81,20 @@ def test_vllm_transport_is_safetensors_files_for_a_vllm_engine(tmp_path):
     hf = RunConfig.from_dict({**BASE, "weights": {"transport": "vllm"}})
     with pytest.raises(MintGymError, match="weights.transport vllm needs engine.name: vllm"):
         weight_transport(hf, tmp_path)
+
+
+def test_a_cached_tiny_model_built_with_other_options_is_refused(tmp_path):
+    """``build_tiny`` builds once per folder: a run asking for another seed or size must not silently get the
+    cached one (the bug: ``model.tiny_seed=1`` trained the seed-0 model)."""
+    from mintgym.rl.wiring import model_path
+
+    def cfg(**model):
+        return RunConfig.from_dict({**BASE, "model": {"path": str(tmp_path / "tiny"), "build_tiny": True,
+                                                      "tiny_options": {"vocab_size": 256}, **model}})
+
+    assert model_path(cfg()) == str(tmp_path / "tiny")
+    assert model_path(cfg()) == str(tmp_path / "tiny")  # the same options: the cached model
+    with pytest.raises(MintGymError, match=r"holds a tiny model built with other options .*\"seed\": 0"):
+        model_path(cfg(tiny_seed=1))
+    with pytest.raises(MintGymError, match=r"^model.tiny_options: build_tiny_vlm got unknown option\(s\) \['depth'\]"):
+        model_path(cfg(tiny_options={"depth": 3}))
