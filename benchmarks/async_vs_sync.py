@@ -9,7 +9,7 @@ steps/s over the steps after the first (warm-up), where the trainer's step time 
 batch, training), the buffer's admission denials, stale drops and the lags the batches were trained at,
 then the async/sync ratios side by side.
 
-    .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, 4-6 minutes on an idle box
+    .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, about 10 minutes on an idle 2-core box
     .venv/bin/python benchmarks/async_vs_sync.py --lag-study     # final reward per (lag, correction); ~40 min
 
 Numbers depend on the machine; on a shared 2-core box run nothing else meanwhile.

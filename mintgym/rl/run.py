@@ -73,7 +73,12 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     t_start = time.monotonic()
-    run = Run(cfg, out, log)
+    try:
+        run = Run(cfg, out, log)
+    except KeyboardInterrupt:
+        log("interrupted while starting (or warm-starting): nothing trained is saved; run again with the same "
+            "--out to start over (a warm start keeps the oracle episodes it played)")
+        raise
     try:
         logger = RunLogger(out, cfg.domains, start_step=run.step, wandb=cfg.log.wandb, config=cfg.to_dict())
     except BaseException:

@@ -40,3 +40,42 @@ def test_the_oracle_plays_its_own_seeds_not_the_rl_or_held_out_ones(pytool_url, 
 def test_without_oracle_seeds_the_oracle_plays_the_training_seeds(pytool_url, tmp_path):
     play_oracle(_config(seeds=[3, 4], eval_seeds=[9]), {"pytool": [pytool_url]}, tmp_path, lambda _: None)
     assert sorted(t.seed for _, t in iter_run(tmp_path)) == [3, 4]
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_during_the_warm_start_stops_the_run_and_its_env_servers(tmp_path):
+    """SIGINT while the supervised steps run: ``mintgym train`` exits (130) within seconds and leaves no env
+    server behind. (Started with SIGINT at its default: a shell's background job would ignore it.)"""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import psutil
+
+    repo = Path(__file__).resolve().parents[2]
+    log = tmp_path / "train.log"
+    command = [sys.executable, "-m", "mintgym.cli", "train", "--config", str(repo / "examples" / "must_see.yaml"),
+               "--out", str(tmp_path / "run"), f"model.path={tmp_path / 'model'}", "tasks.0.oracle_seeds=[0, 1]",
+               "warm_start.steps=1000000"]
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, cwd=repo, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 240
+        while "sequences tokenized" not in log.read_text() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(1)
+        assert "sequences tokenized" in log.read_text(), log.read_text()[-2000:]
+        servers = [p for p in psutil.process_iter(["cmdline"])
+                   if f"--parent-pid {proc.pid}" in " ".join(p.info["cmdline"] or [])]
+        assert servers, "the run's pytool env server should be up during the warm start"
+        time.sleep(2)  # inside the supervised steps
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+        assert "interrupted while starting (or warm-starting)" in log.read_text()
+        gone, alive = psutil.wait_procs(servers, timeout=15)
+        assert not alive, f"env servers left running: {[p.pid for p in alive]}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
