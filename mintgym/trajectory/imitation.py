@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,15 +27,28 @@ from PIL import Image
 from mintgym.action_spaces import ActionSet, action_set_for, build_action
 from mintgym.policy import Agent, AgentContext
 from mintgym.trajectory.store import iter_run
-from mintgym.trajectory.types import StepRecord, Trajectory
+from mintgym.trajectory.types import Trajectory
 from mintgym.types import Observation
 
 
-def _frames(path: Path, traj: Trajectory) -> dict[str, Path]:
-    return {s.frame_id: path / s.screenshot for s in traj.steps}
+class _Frames:
+    """An episode's recorded frames by frame id, each read from disk once (a prompt shows the frame its step
+    was chosen on, and a history shows earlier ones again)."""
+
+    def __init__(self, path: Path, traj: Trajectory):
+        self.files = {s.frame_id: path / s.screenshot for s in traj.steps}
+        self.pixels: dict[str, np.ndarray] = {}
+
+    def get(self, frame_id: str | None) -> np.ndarray | None:
+        if frame_id not in self.pixels:
+            file = self.files.get(frame_id)
+            if file is None:
+                return None
+            self.pixels[frame_id] = np.asarray(Image.open(file).convert("RGB"))
+        return self.pixels[frame_id]
 
 
-def _shown(messages: list[dict[str, Any]], frames: dict[str, Path], where: str) -> tuple[str, list[np.ndarray]]:
+def _shown(messages: list[dict[str, Any]], frames: _Frames, where: str) -> tuple[str, list[np.ndarray]]:
     """The prompt with each image part an index into the returned images (the frames at their shown size)."""
     from mintgym.agents.vlm import resize_image
 
@@ -52,11 +65,10 @@ def _shown(messages: list[dict[str, Any]], frames: dict[str, Path], where: str) 
                 images.append(np.zeros((height, width, 3), dtype=np.uint8))
                 parts.append({"type": "image", "image": len(images) - 1})
                 continue
-            frame = frames.get(part.get("frame_id"))
-            if frame is None:
+            pixels = frames.get(part.get("frame_id"))
+            if pixels is None:
                 raise ValueError(f"{where}: the prompt shows frame {part.get('frame_id')!r}, which the episode "
                                  "did not record")
-            pixels = np.asarray(Image.open(frame).convert("RGB"))
             if part.get("crop"):
                 x0, y0, x1, y1 = part["crop"]
                 pixels = pixels[y0:y1, x0:x1]
@@ -73,10 +85,11 @@ async def _replay(path: Path, traj: Trajectory, agent: Agent, action_set: Action
     await agent.start(AgentContext(task_id=traj.task_id, domain=traj.domain, instruction=traj.instruction,
                                    action_set=action_set, screen_size=tuple(steps[0].screen_size),
                                    max_steps=len(traj.steps), seed=traj.seed))
-    frames = _frames(path, traj)
+    frames = _Frames(path, traj)
     records = []
     for step in steps:
-        observation = _observation(path, traj, step)
+        observation = Observation(screenshot=frames.get(step.frame_id), instruction=traj.instruction,
+                                  domain=traj.domain, step=step.index, frame_id=step.frame_id, zoom=step.zoom)
         taught = await agent.imitate(observation, build_action(step.action))
         if taught is None:
             continue
@@ -89,12 +102,6 @@ async def _replay(path: Path, traj: Trajectory, agent: Agent, action_set: Action
                         "response_token_ids": list(taught.response_token_ids or []),
                         "action": json.dumps(taught.action.model_dump(mode="json") if taught.action else None)})
     return records
-
-
-def _observation(path: Path, traj: Trajectory, step: StepRecord) -> Observation:
-    pixels = np.asarray(Image.open(path / step.screenshot).convert("RGB"))
-    return Observation(screenshot=pixels, instruction=traj.instruction, domain=traj.domain, step=step.index,
-                       frame_id=step.frame_id, zoom=step.zoom)
 
 
 async def imitation_records(run_dir: str | Path, make_agent: Callable[[], Agent], *,
