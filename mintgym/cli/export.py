@@ -64,7 +64,7 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, roll
 def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, only_success: bool):
     import json
 
-    from mintgym.rollout.ray_worker import WorkerSpec, make_episode_agent
+    from mintgym.rollout.ray_worker import agent_factory
     from mintgym.trajectory.imitation import imitation_dataset
 
     try:
@@ -84,9 +84,9 @@ def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, 
         engine = HFEngine(str(model))
     elif kind == "vlm":
         raise fail("--agent vlm needs --model: the agent is built over that model's engine")
-    spec = WorkerSpec(worker_id=0, model_path="", tasks=[], env_urls={}, agent=kind, agent_options=options)
+    make_agent = agent_factory(kind, options, engine)
     try:
-        make_episode_agent(spec, engine)
+        make_agent()
     except (TypeError, ValueError) as err:
         raise fail(f"--agent {kind} with these options: {err}") from None
-    return imitation_dataset(run_dir, lambda: make_episode_agent(spec, engine), only_success=only_success)
+    return imitation_dataset(run_dir, make_agent, only_success=only_success)

@@ -14,22 +14,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mintgym.errors import MintGymError
 from mintgym.trainer.config import RunConfig
-
-
-def student_factory(cfg: RunConfig, engine: Any) -> Callable[[], Any]:
-    """New agents of the run's kind and options (as the rollout workers make them) over ``engine``."""
-    from mintgym.rollout.ray_worker import WorkerSpec, make_episode_agent
-
-    spec = WorkerSpec(worker_id=0, model_path="", tasks=[], env_urls={}, agent=cfg.agent.kind,
-                      agent_options=cfg.agent.options, max_new_tokens=cfg.rollout.max_new_tokens,
-                      temperature=cfg.rollout.temperature)
-    return lambda: make_episode_agent(spec, engine)
 
 
 def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
@@ -38,7 +28,6 @@ def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
     ``run_dir``; returns {task: successes}."""
     from mintgym.agents import make_agent
     from mintgym.rollout.runner import EpisodeJob, run_jobs
-
     from mintgym.trajectory.store import iter_run
 
     played = {t.id: t for _, t in iter_run(run_dir)} if run_dir.is_dir() else {}  # a restarted run resumes
@@ -69,6 +58,7 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
     import datasets
 
     from mintgym.inference.hf import HFEngine
+    from mintgym.rollout.ray_worker import agent_factory
     from mintgym.trainer.sft import dataset_sequences, supervised_steps
     from mintgym.trajectory.imitation import imitation_dataset
 
@@ -86,7 +76,9 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
             summary["oracle_successes"] = play_oracle(cfg, env_urls, episodes, log)
             played = time.monotonic()
             engine = HFEngine(model=model, processor=processor)
-            dataset = imitation_dataset(episodes, student_factory(cfg, engine))
+            dataset = imitation_dataset(episodes, agent_factory(cfg.agent.kind, cfg.agent.options, engine,
+                                                                max_new_tokens=cfg.rollout.max_new_tokens,
+                                                                temperature=cfg.rollout.temperature))
             dataset.save_to_disk(str(path))
             log(f"warm start: {len(dataset)} examples in the {cfg.agent.kind} agent's format -> {path} (oracle "
                 f"{played - started:.0f} s, export {time.monotonic() - played:.0f} s)")

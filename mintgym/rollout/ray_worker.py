@@ -26,6 +26,7 @@ import itertools
 import random
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,15 @@ def make_episode_agent(spec: WorkerSpec, engine: InferenceEngine, rng: random.Ra
     if spec.simulated_step_seconds:
         agent = SimulatedLatency(agent, *spec.simulated_step_seconds, rng or random.Random())
     return agent
+
+
+def agent_factory(kind: str, options: dict[str, Any], engine: InferenceEngine | None,
+                  **sampling: Any) -> Callable[[], Agent]:
+    """New agents of ``kind`` with ``options`` over ``engine``, made as a rollout worker makes them
+    (``sampling``: ``max_new_tokens``, ``temperature``); the students of imitation data."""
+    spec = WorkerSpec(worker_id=0, model_path="", tasks=[], env_urls={}, agent=kind, agent_options=options,
+                      **sampling)
+    return lambda: make_episode_agent(spec, engine)
 
 
 class RolloutWorker:
