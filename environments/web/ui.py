@@ -28,20 +28,36 @@ async def wait_js(env: WebEnvironment, predicate: str, arg=None, timeout_s: floa
     await env.page.wait_for_function(guarded, arg=arg, timeout=timeout_s * 1000)
 
 
+_FIRST_BOX_JS = """(sel) => { for (const el of document.querySelectorAll(sel)) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) return [r.left + r.width / 2, r.top + r.height / 2]; }
+  return null; }"""
+
+
 async def center(env: WebEnvironment, selector: str) -> tuple[int, int] | None:
     """The viewport pixel at the centre of ``selector``'s first visible box, or None when none is visible."""
-    box = await env.page.evaluate(
-        """(sel) => { for (const el of document.querySelectorAll(sel)) {
-               const r = el.getBoundingClientRect();
-               if (r.width > 0 && r.height > 0) return [r.left + r.width / 2, r.top + r.height / 2]; }
-             return null; }""", selector)
+    box = await env.page.evaluate(_FIRST_BOX_JS, selector)
     return None if box is None else (int(box[0]), int(box[1]))
+
+
+async def wait_for_box(env: WebEnvironment, selector: str, timeout_s: float = 10.0) -> bool:
+    """Wait until some element ``selector`` matches has a box; False when none has one after ``timeout_s``.
+
+    An image button or icon (``<img>``, or CSS ``content: url(...)``) has no box until its image has loaded."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        await wait_js(env, f"(sel) => ({_FIRST_BOX_JS})(sel) !== null", selector, timeout_s)
+    except PlaywrightTimeout:
+        return False
+    return True
 
 
 async def click(env: WebEnvironment, selector: str, clicks: int = 1, wait: bool = True) -> AsyncIterator[ActionModel]:
     """Scroll ``selector`` into view with the wheel if needed, then click its centre."""
     if wait:
         await wait_for(env, selector)
+    await wait_for_box(env, selector)  # none after the wait: reported below
     width, height = env.screen_size
     for _ in range(8):
         point = await center(env, selector)

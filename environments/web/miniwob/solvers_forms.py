@@ -47,7 +47,13 @@ async def _click_el(env, finder: str, arg=None, clicks: int = 1, hover: bool = F
 
     ``hover``: move the pointer onto it first and wait until it is under the pointer again (a ``:hover`` style
     that swaps an icon's image re-lays it out, and a press and release on different elements is no click)."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
     width, height = env.screen_size
+    try:  # an icon drawn from an image (``content: url(...)``) has no box until the image has loaded
+        await ui.wait_js(env, _HAS_BOX_JS, [finder, arg])
+    except PlaywrightTimeout:
+        pass  # reported below, with the finder named
     point, tries = await _point_of(env, finder, arg), 0
     while point is not None and not point[2]:  # off screen, or below the fold of a scrolled box
         if tries == 8:
@@ -57,11 +63,21 @@ async def _click_el(env, finder: str, arg=None, clicks: int = 1, hover: bool = F
         point, tries = await _point_of(env, finder, arg), tries + 1
     if point is None:
         raise LookupError(f"oracle: no visible element for {finder[:80]!r} ({arg!r})")
-    if hover:
+    for attempt in range(4 if hover else 0):
         yield Move(x=point[0], y=point[1])
-        await ui.wait_js(env, _UNDER_POINTER_JS, [finder, arg, point])
+        try:
+            await ui.wait_js(env, _UNDER_POINTER_JS, [finder, arg, point], timeout_s=3.0)
+            break
+        except PlaywrightTimeout:  # the hover image's load moved it away from the pointer: find it again
+            if attempt == 3:
+                raise LookupError(f"oracle: {finder[:80]!r} ({arg!r}) does not stay under the pointer") from None
+            point = await _point_of(env, finder, arg) or point
     yield Click(x=point[0], y=point[1], clicks=clicks)
 
+
+_HAS_BOX_JS = """([finder, arg]) => {
+  const el = eval(finder)(arg), r = el && el.getBoundingClientRect();
+  return Boolean(r) && r.width > 0 && r.height > 0; }"""
 
 _UNDER_POINTER_JS = """([finder, arg, [x, y]]) => {
   const el = eval(finder)(arg), top = document.elementFromPoint(x, y);

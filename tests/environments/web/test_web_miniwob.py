@@ -117,3 +117,25 @@ async def test_instructions_are_text_even_where_the_page_returns_fields(episode)
     for task_id in ("miniwob/click-color", "miniwob/email-inbox-nl-turk"):
         obs, _ = await episode.reset(registration.task(task_id), seed=2)
         assert isinstance(obs.instruction, str) and obs.instruction and "utterance" not in obs.instruction
+
+
+@pytest.mark.parametrize("task_id", ["miniwob/email-inbox-important", "miniwob/email-inbox-delete",
+                                     "miniwob/email-inbox-reply"])
+async def test_oracle_waits_for_icons_whose_images_load_slowly(host, task_id):
+    """A star, trash or send icon drawn from an image (CSS ``content: url``) has no box until its image loads;
+    a loaded CI box once made the e-mail oracle give up on it. Here each image's first load takes 1.5 s."""
+    env = await host.create({"miniwob_time_limit_ms": 60_000})
+    loaded: set[str] = set()
+
+    async def first_load_is_slow(route):
+        if route.request.url not in loaded:
+            loaded.add(route.request.url)
+            await asyncio.sleep(1.5)
+        await route.continue_()
+
+    try:
+        await env.page.context.route("**/*.png", first_load_is_slow)
+        report = await run_oracle(Episode(env, frozenset({"text"})), registration.task(task_id), seed=0)
+        assert report.errors == [] and report.oracle_reward == 1.0
+    finally:
+        await env.close()
