@@ -163,6 +163,9 @@ class TrainConfig(_Part):
     clip_eps: float = Field(0.2, gt=0, description="The clip range of ``ppo_clip``.")
     lr: float = Field(1e-5, gt=0, description="Adam learning rate.")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient norm clip (None: no clipping).")
+    skip_no_signal: bool = Field(True, description="Leave the weights as they are on a step whose advantages are "
+                                 "all 0 (every group's rewards equal): Adam would otherwise keep moving them on "
+                                 "its momentum alone, on a zero gradient.")
     sync_every: int = Field(1, ge=1, description="Publish weights every this many steps.")
     sync_timeout: float = Field(120.0, gt=0, description="Seconds every worker has to load published weights "
                                 "before the run fails naming who is behind.")

@@ -167,7 +167,12 @@ class Learner:
             keys.append(rows[i][2])
         params = [p for p in self.model.parameters() if p.grad is not None]
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm else float("inf"))
-        self.optimizer.step()
+        no_signal = all(r[1] == 0.0 for r in rows)
+        if no_signal and cfg.skip_no_signal:  # a zero gradient: Adam's momentum alone would still move them
+            self.optimizer.zero_grad(set_to_none=True)
+        else:
+            self.optimizer.step()
+        metrics["optimizer/skipped_no_signal"] = float(no_signal and cfg.skip_no_signal)
         self.version += 1
         self.model.eval()
         self._remember()

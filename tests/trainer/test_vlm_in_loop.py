@@ -3,7 +3,7 @@
 The default run plays 2-turn episodes of the full VLMAgent (history of 2 screenshots, its real prompt and
 parser) in a rollout worker against a real null env server and a tiny random Qwen2-VL, then trains the
 learner on them. The slow test runs ``mintgym train --config examples/two_step.yaml`` through the CLI:
-a behaviour-cloning warm start on the task oracle, then RL, and checks that success rises.
+a behaviour-cloning warm start on the task oracle, then RL, and checks that success rises within RL.
 """
 
 import json
@@ -91,11 +91,11 @@ async def test_two_turn_vlm_episodes_reach_the_learner_with_their_screenshots(nu
 @pytest.mark.slow
 @pytest.mark.web
 @pytest.mark.timeout(1800)
-def test_two_step_task_is_learnt_by_warm_start_then_rl(tmp_path):
-    """``mintgym train --config examples/two_step.yaml`` through the CLI: the oracle warm start, then RL of
-    the VLM agent on click-button-sequence. A random tiny model never writes a parseable action (success 0);
-    after the warm start and RL the two clicks land. Since the warm start's weights reach the samplers as
-    version 1, RL starts near 0.9 here, so this checks the pipeline's end, not a rise within RL."""
+def test_two_step_success_rises_within_rl(tmp_path):
+    """``mintgym train --config examples/two_step.yaml`` through the CLI: the oracle warm start on seeds 0 and 3
+    (the tiny model mixes up their TWO buttons), then RL of the VLM agent on click-button-sequence seed 0. A
+    random tiny model never writes a parseable action (success 0); the warm start leaves RL at about a third to
+    a half, and RL makes the second click land."""
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "mintgym.cli", "train", "--config", "examples/two_step.yaml",
                            "--out", str(out), "--eval-groups", "0", "train.checkpoint_every=0"],
@@ -103,7 +103,9 @@ def test_two_step_task_is_learnt_by_warm_start_then_rl(tmp_path):
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "warm_start" / "summary.json").read_text())
-    assert summary["examples"] == 2 and summary["last_loss"] < summary["first_loss"]  # seed 0: two clicks
+    assert summary["examples"] == 4 and summary["last_loss"] < summary["first_loss"]  # 2 seeds x 2 clicks
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     success = [r["success/web"] for r in rows if "success/web" in r]
-    assert len(success) == 24 and np.mean(success[-4:]) >= 0.75, f"success per step {success}"
+    assert len(success) == 24, success
+    first, last = np.mean(success[:4]), np.mean(success[-4:])
+    assert first <= 0.7 and last >= 0.8 and last - first >= 0.25, f"success per step {success}"

@@ -1,0 +1,56 @@
+"""The learner's optimizer step: a batch without learning signal leaves the weights alone."""
+
+import numpy as np
+import pytest
+import torch
+
+from mintgym.buffer.types import Batch, Group, Sample, Turn
+from mintgym.inference import GenerationRequest, SamplingParams
+from mintgym.inference.hf import HFEngine
+from mintgym.models.loading import load_model, load_processor
+from mintgym.trainer.config import TrainConfig
+from mintgym.trainer.learner import Learner
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from mintgym.models.tiny import build_tiny_vlm
+
+    torch.set_num_threads(1)
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "m", vocab_size=256)
+
+
+def _batch(engine, rewards: list[float], version: int) -> Batch:
+    """One group of one-turn episodes with ``rewards``, sampled by ``engine`` at ``version``."""
+    rng = np.random.default_rng(len(rewards))
+    samples = []
+    for i, reward in enumerate(rewards):
+        image = rng.integers(0, 256, (56, 56, 3), dtype=np.uint8)
+        prompt = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Go"}]}]
+        [gen] = engine.generate([GenerationRequest(prompt, SamplingParams(max_new_tokens=3, seed=i))])
+        turn = Turn(gen.prompt_token_ids, gen.response_token_ids, gen.response_logprobs, version, [image])
+        samples.append(Sample("null/echo", "null", 0, reward, [turn]))
+    return Batch([Group("g", "null/echo", "null", 0, samples)], trainer_version=version)
+
+
+def _weights(learner: Learner) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in learner.state_dict().items()}
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_step_whose_groups_all_tie_moves_no_weight_unless_told_to(tiny, skip):
+    """Every group's rewards equal: every advantage is 0, so is the gradient. Adam would still move the weights
+    on the momentum of the step before (the drift that collapsed a two-step run from success 1.0 to 0)."""
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    learner = Learner(load_model(tiny), load_processor(tiny),
+                      TrainConfig(lr=1e-2, micro_batch=8, skip_no_signal=skip))
+    learned = learner.step(_batch(engine, [1.0, 0.0, 0.0, 1.0], 0))
+    assert learned["optimizer/skipped_no_signal"] == 0.0 and learned["grad_norm"] > 0
+    before = _weights(learner)
+    tied = learner.step(_batch(engine, [1.0, 1.0, 1.0, 1.0], 1))
+    assert tied["grad_norm"] == 0.0 and learner.version == 2
+    moved = [k for k, v in _weights(learner).items() if not torch.equal(v, before[k])]
+    if skip:
+        assert tied["optimizer/skipped_no_signal"] == 1.0 and moved == []
+    else:
+        assert tied["optimizer/skipped_no_signal"] == 0.0 and len(moved) > 10  # momentum alone moved them
