@@ -39,8 +39,12 @@ def compute_advantages(rewards: Sequence[float], kind: AdvantageKind = "grpo", *
     """Advantages of one group's rewards by ``kind`` (``grpo`` or ``rloo``)."""
     if not rewards:
         raise ValueError("a group needs at least one reward")
+    if kind not in ("grpo", "rloo"):
+        raise ValueError(f"advantage kind must be 'grpo' or 'rloo', got {kind!r}")
+    if kind == "rloo" and len(rewards) < 2:
+        raise ValueError("the leave-one-out baseline needs groups of at least 2 samples")
+    if min(rewards) == max(rewards):  # exactly 0: the float residue of 16 x 0.3 would be ~1e-11, which Adam scales up
+        return [0.0] * len(rewards)
     if kind == "grpo":
         return grpo(rewards, scale=scale, eps=eps)
-    if kind == "rloo":
-        return rloo(rewards)
-    raise ValueError(f"advantage kind must be 'grpo' or 'rloo', got {kind!r}")
+    return rloo(rewards)

@@ -24,6 +24,14 @@ def test_equal_rewards_give_zero_advantages():
     assert compute_advantages([0.5] * 4, "rloo") == [0.0] * 4
 
 
+@pytest.mark.parametrize("kind,scale", [("grpo", True), ("grpo", False), ("rloo", True)])
+def test_tied_rewards_that_floats_cannot_sum_exactly_give_exact_zeros(kind, scale):
+    """16 x 0.3 sums to 4.799999999999999: the mean missed 0.3 and GRPO returned 5.6e-11 for every sample,
+    a gradient Adam scales up to a full step (and the learner's no-signal skip never saw a zero)."""
+    for rewards in ([0.3] * 16, [0.1] * 7, [0.7] * 5):
+        assert compute_advantages(rewards, kind, scale=scale) == [0.0] * len(rewards)
+
+
 def test_errors():
     with pytest.raises(ValueError, match="at least 2"):
         compute_advantages([1.0], "rloo")
