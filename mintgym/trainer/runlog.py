@@ -86,10 +86,12 @@ class RunLogger:
         rewards = " ".join(f"{d}={m[f'reward/{d}']:.2f}" for d in self.domains if f"reward/{d}" in m)
         timing = "" if elapsed is None else f" [{clock(elapsed)} elapsed" + (
             f", ETA {clock(eta)}]" if eta is not None else "]")
+        # Measured on turns sampled with the trainer's own weights (or kept snapshots): none in a batch, none shown.
+        mismatch = f"{m['mismatch/max_abs']:.2e}" if m.get("mismatch/tokens") else "n/a"
+        kept = " (no signal: weights kept)" if m.get("optimizer/skipped_no_signal") else ""
         return (f"step {step}/{total}{timing} reward {m.get('reward/mean', float('nan')):.3f} [{rewards}] "
-                f"lag {m.get('lag/mean', 0):.2f} (max {m.get('lag/max', 0):.0f}) "
-                f"mismatch {m.get('mismatch/max_abs', float('nan')):.2e} "
-                f"samples/s {m.get('throughput/samples_per_s', 0):.1f} loss {m.get('loss', float('nan')):+.4f}")
+                f"lag {m.get('lag/mean', 0):.2f} (max {m.get('lag/max', 0):.0f}) mismatch {mismatch} "
+                f"samples/s {m.get('throughput/samples_per_s', 0):.1f} loss {m.get('loss', float('nan')):+.4f}{kept}")
 
     def close(self) -> None:
         self.tb.close()

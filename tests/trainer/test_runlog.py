@@ -66,6 +66,18 @@ def test_progress_line_shows_elapsed_time_and_eta(tmp_path):
     assert [clock(s) for s in (0.4, 59.6, 3600 * 2 + 61, float("nan"))] == ["0s", "1m00s", "2h01m", "?"]
 
 
+def test_progress_line_says_when_nothing_was_measured_or_learnt(tmp_path):
+    """A batch with no turn at the trainer's weights has no mismatch (it printed ``nan``); a step without
+    learning signal says the weights were kept."""
+    logger = RunLogger(tmp_path, ["web"])
+    lagged = logger.progress(2, 4, {"reward/mean": 1.0, "loss": 0.0, "optimizer/skipped_no_signal": 1.0})
+    fresh = logger.progress(3, 4, {"reward/mean": 0.5, "loss": -0.1, "mismatch/max_abs": 0.0,
+                                   "mismatch/tokens": 12.0, "optimizer/skipped_no_signal": 0.0})
+    logger.close()
+    assert " mismatch n/a " in lagged and lagged.endswith("loss +0.0000 (no signal: weights kept)"), lagged
+    assert " mismatch 0.00e+00 " in fresh and fresh.endswith("loss -0.1000"), fresh
+
+
 def _wandb_history(run_file):
     """The logged rows of an offline W&B run file: a LevelDB-style log (32 KiB blocks of CRC-framed chunks)
     of ``Record`` protobufs after a 7-byte ``:W&B`` header."""
