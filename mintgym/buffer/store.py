@@ -7,9 +7,12 @@ group whose lag at the version it is trained at exceeds ``max_lag`` (counted ``d
 and per domain), so no group is ever trained on beyond the bound, whatever happened before.
 
 Admission only avoids spending work on groups that will surely be dropped. A group is admitted when the
-version it would be consumed at, estimated from the work that will actually be consumed ahead of it, is
-within its bound: the groups already consumed, the queued groups still within the bound, and the groups
-in flight on weights at least as new as its own (``estimated_version``). Groups in flight on older
+version it would be consumed at, estimated from the work of its own domain that will actually be consumed
+ahead of it, is within its bound: the batches already built (each took the domain's quota, or left it
+short), the domain's queued groups still within the bound, and its groups in flight on weights at least as
+new as its own, the domain's quota to a version (``estimated_version``). Counting per domain matters
+because batches take fixed quotas per domain: a fast domain's groups filling the estimate would deny a slow
+domain's groups the very batch that waits for them. Groups in flight on older
 weights are left out on purpose: they are the stragglers of earlier versions, trained if they arrive in
 time and dropped if not, and counting them (as a first-in-first-out estimate does) keeps rollout slots
 idle exactly when fresh weights could fill them. A group already beyond the bound at the trainer's
@@ -57,7 +60,7 @@ class TrajectoryBuffer:
         self.admission_hold, self.max_held = admission_hold, max_held
         self._held = 0
         self.trainer_version = 0
-        self._reservations: dict[int, tuple[int, int]] = {}  # id -> (worker id, policy version)
+        self._reservations: dict[int, tuple[int, int, str]] = {}  # id -> (worker id, policy version, domain)
         self._ids = itertools.count()
         #: Set (and replaced) on every change that can fill a batch or make room for a group.
         self._changed: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
@@ -77,7 +80,7 @@ class TrajectoryBuffer:
             self.worker_restarts[worker_id] += 1
         else:
             self.worker_restarts[worker_id] = 0
-        stale = [r for r, (w, _) in self._reservations.items() if w == worker_id]
+        stale = [r for r, (w, _, _) in self._reservations.items() if w == worker_id]
         for r in stale:
             del self._reservations[r]
         self.counts["lost"] += len(stale)
@@ -85,26 +88,43 @@ class TrajectoryBuffer:
             self._notify()
         return len(stale)
 
-    def estimated_version(self, policy_version: int) -> int:
-        """The trainer version a group sampled at ``policy_version`` and admitted now would be consumed at:
-        the groups consumed, the queued ones still within the bound and those in flight on weights at least
-        as new, ``groups_per_step`` to a version (see the module docstring)."""
-        queued = sum(1 for q in self.mixer.queues.values() for g in q
+    def estimated_version(self, policy_version: int, domain: str | None = None) -> int:
+        """The trainer version a group of ``domain`` sampled at ``policy_version`` and admitted now would be
+        consumed at: the batches built, then the domain's queued groups still within the bound and those in
+        flight on weights at least as new, its quota to a version (see the module docstring). A domain with
+        no quota is never waited for: the trainer's version."""
+        domain = self._domain(domain)
+        quota = self.mixer.quotas(self.groups_per_step)[domain]
+        if quota == 0:
+            return self.trainer_version
+        built = self.mixer.totals[domain].quota // quota
+        queued = sum(1 for g in self.mixer.queues[domain]
                      if self.max_lag is None or g.lag(self.trainer_version) <= self.max_lag)
-        in_flight = sum(1 for _, version in self._reservations.values() if version >= policy_version)
-        ahead = self.counts["consumed"] + queued + in_flight
-        return max(self.trainer_version, ahead // self.groups_per_step)
+        in_flight = sum(1 for _, version, d in self._reservations.values()
+                        if d == domain and version >= policy_version)
+        return max(self.trainer_version, built + (queued + in_flight) // quota)
 
-    async def admit(self, worker_id: int, policy_version: int) -> int | None:
-        """A reservation id for one group sampled at ``policy_version``, or None (counted ``denied``) when
-        it would be consumed more than ``max_lag`` versions later.
+    def _domain(self, domain: str | None) -> str:
+        if domain is None:
+            if len(self.mixer.domains) > 1:
+                raise ValueError(f"admission needs the group's domain: this buffer mixes {self.mixer.domains}")
+            return self.mixer.domains[0]
+        if domain not in self.mixer.queues:
+            raise ValueError(f"group of unknown domain {domain!r}; the run mixes {self.mixer.domains}")
+        return domain
+
+    async def admit(self, worker_id: int, policy_version: int, domain: str | None = None) -> int | None:
+        """A reservation id for one group of ``domain`` (optional when the buffer has one) sampled at
+        ``policy_version``, or None (counted ``denied``) when it would be consumed more than ``max_lag``
+        versions later.
 
         A denied call from a worker with the trainer's newest weights (``policy_version`` at least the
         trainer's version) is held up to ``admission_hold`` seconds while room may still appear at this
         trainer version (a group consumed, pushed or given up): the worker's slot waits here instead of
         polling the buffer and the weights. A new trainer version answers None at once, and a worker behind
         the trainer is answered at once, so that it loads the newer weights before asking again."""
-        reservation = self._reserve(worker_id, policy_version)
+        domain = self._domain(domain)
+        reservation = self._reserve(worker_id, policy_version, domain)
         if (reservation is None and self.max_lag is not None and self.admission_hold > 0
                 and self._held < self.max_held and policy_version >= self.trainer_version):
             version, deadline = self.trainer_version, time.monotonic() + self.admission_hold
@@ -114,18 +134,19 @@ class TrajectoryBuffer:
                     if not await self._wait_change(deadline - time.monotonic()):
                         break
                     if self.trainer_version == version:
-                        reservation = self._reserve(worker_id, policy_version)
+                        reservation = self._reserve(worker_id, policy_version, domain)
             finally:
                 self._held -= 1
         if reservation is None:
             self.counts["denied"] += 1
         return reservation
 
-    def _reserve(self, worker_id: int, policy_version: int) -> int | None:
-        if self.max_lag is not None and self.estimated_version(policy_version) - policy_version > self.max_lag:
+    def _reserve(self, worker_id: int, policy_version: int, domain: str) -> int | None:
+        if (self.max_lag is not None
+                and self.estimated_version(policy_version, domain) - policy_version > self.max_lag):
             return None
         reservation = next(self._ids)
-        self._reservations[reservation] = (worker_id, policy_version)
+        self._reservations[reservation] = (worker_id, policy_version, domain)
         self.counts["admitted"] += 1
         return reservation
 

@@ -2,10 +2,14 @@
 
 Each worker owns an inference engine (its own hf model, or a vllm engine) and an :class:`EnvPool` per
 domain on the env servers it was given. ``run()`` keeps ``groups_in_flight`` groups going; a group is G
-concurrent episodes of one task and seed. Before a group starts the worker loads any newer published
-weights, then asks the buffer to admit it at that version (admission control); a finished group is
-pushed to the buffer and the worker moves on without waiting for the trainer. The version each worker
-loaded is acknowledged to the weight transport, where the trainer reads it.
+concurrent episodes of one task and seed. A group's env sessions are reset before it is admitted: at the
+group's first model call the worker loads any newer published weights and asks the buffer to admit the
+group at that version (admission control), so a sample's staleness counts from the call that made it,
+not from an env reset that no weights influence. Every later model call (the next turns of an episode
+in flight, the other episodes of the group) first loads any newer weights too, and each turn records the
+version it was sampled at. A finished group is pushed to the buffer and the worker moves on without
+waiting for the trainer. The version each worker loaded is acknowledged to the weight transport, where
+the trainer reads it.
 
 Training sequences come from the engine calls themselves: a recording wrapper keeps, per call, the
 prompt token ids the engine fed the model, the sampled token ids, their logprobs, the version, and the
@@ -26,7 +30,7 @@ import itertools
 import random
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,8 +82,10 @@ class RecordingEngine(InferenceEngine):
     """Passes calls to ``inner`` and keeps, for one episode, each call's step, prompt images, generation and
     temperature; :meth:`attach` then writes them into the episode record's steps (the engine's exact ids)."""
 
-    def __init__(self, inner: InferenceEngine):
+    def __init__(self, inner: InferenceEngine, before_call: Callable[[], Awaitable[None]] | None = None):
+        """``before_call``: awaited before every call (the worker's admission and weight refresh)."""
         self.inner = inner
+        self.before_call = before_call
         self.calls: list[tuple[int, list[np.ndarray], Generation, float]] = []
         self._step = -1
 
@@ -87,6 +93,8 @@ class RecordingEngine(InferenceEngine):
         raise RuntimeError("rollout workers call agenerate")
 
     async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        if self.before_call is not None:
+            await self.before_call()
         out = await self.inner.agenerate(requests)
         for req, gen in zip(requests, out):
             self.calls.append((self._step, _images_of(req.messages), gen, req.sampling.temperature))
@@ -151,6 +159,26 @@ def _images_of(messages: list[dict[str, Any]]) -> list[np.ndarray]:
                 elif isinstance(part, dict) and "image_url" in part:
                     raise ValueError("training needs raw images in prompts, not image_url parts")
     return images
+
+
+class _GroupAdmission:
+    """A training group's admission, asked for at the first model call of any of its episodes (their env
+    sessions are reset by then); every call waits for it, then loads any newer weights."""
+
+    def __init__(self, worker: "RolloutWorker", domain: str):
+        self.worker, self.domain = worker, domain
+        self._admitting: asyncio.Future | None = None
+
+    async def before_call(self) -> None:
+        if self._admitting is None:
+            self._admitting = asyncio.ensure_future(self.worker._admit(self.domain))
+        if await asyncio.shield(self._admitting) is None:
+            raise RuntimeError("the rollout worker stopped before this group was admitted")
+        await self.worker.refresh_weights()
+
+    async def settled(self) -> int | None:
+        """The reservation once every episode ended (None if the group was never admitted)."""
+        return None if self._admitting is None else await self._admitting
 
 
 class SimulatedLatency:
@@ -258,6 +286,9 @@ class RolloutWorker:
     async def refresh_weights(self) -> int:
         """Load the newest published weights if newer than the engine's; ack the version to the transport."""
         assert self._weights_lock is not None and self.engine is not None
+        if self._weights_lock.locked():  # a refresh is under way (many episodes call at once): share it
+            async with self._weights_lock:
+                return self.version
         async with self._weights_lock:
             after = self.engine.policy_version
             got = None
@@ -346,27 +377,36 @@ class RolloutWorker:
         return list(await asyncio.gather(*(group(*task, k) for task in tasks for k in range(groups_per_task)
                                            if k % workers == index)))
 
-    async def _one_group(self) -> None:
+    async def _admit(self, domain: str) -> int | None:
+        """A buffer reservation for a group of ``domain`` sampled with the newest weights (loaded first),
+        asked again after each denial; None if the worker is stopped meanwhile."""
         while True:
             version = await self.refresh_weights()
-            reservation = await self.buffer.admit.remote(self.spec.worker_id, version)
+            reservation = await self.buffer.admit.remote(self.spec.worker_id, version, domain)
             if reservation is not None:
-                break
+                return reservation
             self.stats["denied"] += 1
             if self._stop:
-                return
+                return None
             await asyncio.sleep(self.spec.admission_poll)
+
+    async def _one_group(self) -> None:
         task_id, seeds, domain = next(self._tasks)
         seed = self._rng.choice(seeds) if seeds else self._rng.randrange(2**31)
         group_id = f"{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
+        admission = _GroupAdmission(self, domain)
         self.in_flight += self.spec.group_size
         try:
-            samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i)
+            samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i,
+                                                           before_call=admission.before_call)
                                              for i in range(self.spec.group_size)), return_exceptions=True)
         finally:
             self.in_flight -= self.spec.group_size
+        reservation = await admission.settled()
         good = [s for s in samples if isinstance(s, Sample)]
         self.stats["errors"] += sum(isinstance(s, BaseException) for s in samples)
+        if reservation is None:
+            return  # never admitted (stopped, or every episode failed before its first model call)
         if len(good) < len(samples):
             await self.buffer.release.remote(reservation)
             return
@@ -375,10 +415,11 @@ class RolloutWorker:
         self.stats["groups"] += 1
 
     async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int,
-                       spec: WorkerSpec | None = None) -> Sample | None:
+                       spec: WorkerSpec | None = None,
+                       before_call: Callable[[], Awaitable[None]] | None = None) -> Sample | None:
         from mintgym.rollout.episode import play_pooled
 
-        recorder = RecordingEngine(self.engine)
+        recorder = RecordingEngine(self.engine, before_call)
         agent = recorder.marking(make_episode_agent(spec or self.spec, recorder, self._rng))
         traj = await play_pooled(self.pools[domain], agent, task_id, seed, f"{group_id}-{index}",
                                  max_seconds=self.spec.episode_timeout, group_id=group_id)

@@ -36,7 +36,7 @@ def check_accounting(buf: TrajectoryBuffer, pushed_without_reservation: int = 0)
 async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, domains=("a", "b")) -> list[int]:
     """Drive ``buf`` the way a run does, in ticks: ``slots`` rollout slots each admit (with the newest
     published weights), play a group for a random 1-12 ticks (now and then a straggler of 40) and push it
-    (or release it, 1 in 20), cycling through the domains; the trainer takes a batch when every quota can be
+    (or release it, 1 in 20), cycling through the domains (a denied slot asks again for the same domain); the trainer takes a batch when every quota can be
     filled (a short one after waiting 30 ticks, as ``batch_timeout`` does), trains 3 ticks and publishes.
     Returns the lag of every consumed group."""
     rng = random.Random(seed)
@@ -46,6 +46,7 @@ async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, doma
     lags: list[int] = []
     tick, trained, waiting_since = 0, 0, 0
     cycle = itertools.cycle(domains)
+    waiting = next(cycle)  # the domain of the group the next free slot asks admission for
     while trained < steps:
         tick += 1
         if tick > 100_000:
@@ -57,11 +58,12 @@ async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, doma
             else:
                 assert buf.push(group(d, v, reservation))
         while len(in_flight) < slots:
-            reservation = await buf.admit(0, version)
+            reservation = await buf.admit(0, version, waiting)
             if reservation is None:
                 break
             duration = 40 if rng.random() < 0.1 else rng.randint(1, 12)
-            in_flight.append((tick + duration, reservation, version, next(cycle)))
+            in_flight.append((tick + duration, reservation, version, waiting))
+            waiting = next(cycle)
         if training_until is not None and tick >= training_until:
             training_until, trained, version, waiting_since = None, trained + 1, version + 1, tick
             buf.set_trainer_version(version)
@@ -99,11 +101,28 @@ async def test_stragglers_on_older_weights_do_not_hold_back_fresh_groups():
     assert buf.estimated_version(1) == 3
 
 
+async def test_admission_counts_each_domain_against_its_own_quota():
+    """Batches take 2 groups of each domain: a fast domain's groups may fill its own two versions, never
+    the slow domain's room (counted together, 8 fast groups denied every slow one the first batch needs)."""
+    buf = TrajectoryBuffer(["fast", "slow"], groups_per_step=4, max_lag=1, admission_hold=0)
+    fast = [await buf.admit(0, 0, "fast") for _ in range(6)]
+    assert fast.count(None) == 2 and fast[4] is None  # versions 0 and 1 hold two each
+    for reservation in fast[:4]:
+        buf.push(group("fast", 0, reservation))
+    slow = [await buf.admit(0, 0, "slow") for _ in range(5)]
+    assert None not in slow[:4] and slow[4] is None
+    assert buf.estimated_version(0, "slow") == 2 and buf.estimated_version(0, "fast") == 2
+    with pytest.raises(ValueError, match="needs the group's domain"):
+        await buf.admit(0, 0)
+    with pytest.raises(ValueError, match="unknown domain 'web'"):
+        await buf.admit(0, 0, "web")
+
+
 async def test_a_group_already_beyond_the_bound_is_denied_and_a_late_one_dropped_at_consumption():
     buf = TrajectoryBuffer(["a", "b"], groups_per_step=2, max_lag=1)
-    late = await buf.admit(0, 0)
+    late = await buf.admit(0, 0, "a")
     buf.set_trainer_version(3)
-    assert await buf.admit(0, 1) is None  # would lag 2 at the trainer's version already
+    assert await buf.admit(0, 1, "a") is None  # would lag 2 at the trainer's version already
     assert buf.push(group("a", 0, late))  # played to the end on version 0 weights: lag 3 now
     buf.push(group("a", 3))
     buf.push(group("b", 2))

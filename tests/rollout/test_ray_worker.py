@@ -2,7 +2,8 @@
 
 Checks what the trainer relies on: the turns hold the engine's own prompt and sampled token ids (nothing
 re-tokenized), the screenshots travel as object-store references, weights published through the
-filesystem broadcast are loaded and acknowledged before the next group, and admission is enforced.
+filesystem broadcast are loaded and acknowledged before the next group, and admission is enforced; a
+group is admitted at its first model call (after its resets), and every call samples with the newest weights.
 """
 
 import numpy as np
@@ -112,4 +113,91 @@ def test_a_worker_actor_tunes_its_own_allocator(setup, tmp_path):
                                     "MALLOC_TRIM_THRESHOLD_": TRIM_THRESHOLD_BYTES}
     finally:
         ray.kill(actor)
+        ray.kill(buffer)
+
+
+class _PublishOnAdmit(TrajectoryBuffer):
+    """A buffer that, right after granting an admission, publishes weights ``version`` (a trainer step
+    ending between a group's admission and its model calls)."""
+
+    def __init__(self, *args, folder, version, state, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.folder, self.version, self.state = folder, version, state
+
+    async def admit(self, worker_id, policy_version, domain=None):
+        reservation = await super().admit(worker_id, policy_version, domain)
+        if reservation is not None and self.version is not None:
+            FilesystemBroadcast(self.folder).send(self.version, self.state)
+            self.version = None
+        return reservation
+
+
+async def test_a_group_samples_with_weights_published_after_its_admission(setup, tmp_path):
+    """The turn's version is the one its model call used: weights that arrive between the group's
+    admission and its calls are loaded first, so the group's staleness counts from the call."""
+    path, url = setup
+    from mintgym.inference import make_engine
+
+    folder = tmp_path / "w"
+    weights = FilesystemBroadcast(folder)
+    state = {k: (v + 0.01).numpy() for k, v in make_engine("hf", model_path=path).model.state_dict().items()}
+    buffer = ray.remote(_PublishOnAdmit).options(num_cpus=0).remote(
+        ["null"], groups_per_step=1, max_lag=None, own_images=True, folder=str(folder), version=1, state=state)
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
+                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=2, groups_in_flight=1,
+                      max_new_tokens=1)
+    worker = RolloutWorker(spec, buffer, weights)
+    try:
+        await worker.run(max_groups=1)
+        batch = await buffer.get_batch.remote(1, 1, 5.0)
+        [group] = batch.groups
+        assert [t.policy_version for s in group.samples for t in s.turns] == [1, 1]
+        assert worker.engine.policy_version == 1 and weights.acks()[0][0] == 1
+        counts = (await buffer.stats.remote())["counts"]
+        assert counts["admitted"] == 1 and counts["pushed"] == 1
+    finally:
+        await worker.close()
+        ray.kill(buffer)
+
+
+async def test_a_group_whose_resets_fail_takes_no_reservation(setup, tmp_path):
+    """Admission is asked at the group's first model call, after its env resets: a group that never
+    reaches one (an unknown task here) holds no reservation and loses none."""
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/no-such-task", [3], "null")],
+                      env_urls={"null": [url]}, group_size=2, groups_in_flight=1)
+    worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+    try:
+        await worker.run(max_groups=1)
+        counts = (await buffer.stats.remote())["counts"]
+        assert counts["admitted"] == 0 and counts["lost"] == 0 and counts["pushed"] == 0
+        assert worker.stats["errors"] >= 2 and worker.stats["groups"] == 0
+    finally:
+        await worker.close()
+        ray.kill(buffer)
+
+
+async def test_a_worker_stopped_while_denied_ends_its_group_unpushed(setup, tmp_path):
+    """Stopping a worker whose group waits for admission ends the group without a push or a reservation."""
+    import asyncio
+
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0,
+                                                                     admission_hold=0.0)
+    assert await buffer.admit.remote(9, 0) is not None  # another worker's group fills version 0
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
+                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=2, groups_in_flight=1)
+    worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+    try:
+        run = asyncio.ensure_future(worker.run(max_groups=1))
+        while worker.stats["denied"] < 3:
+            await asyncio.sleep(0.05)
+        worker.stop()
+        status = await asyncio.wait_for(run, 30)
+        assert status["groups"] == 0 and status["errors"] >= 2
+        counts = (await buffer.stats.remote())["counts"]
+        assert counts["admitted"] == 1 and counts["pushed"] == 0 and counts["lost"] == 0
+    finally:
+        await worker.close()
         ray.kill(buffer)
