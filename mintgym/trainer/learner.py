@@ -141,17 +141,22 @@ class Learner:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         total_tokens = sum(len(r[0].response_token_ids) for r in rows)
+        # Every loss term is scaled by an advantage: with all 0 the gradient is 0, and Adam's momentum alone would
+        # still move the weights. A skipped step scores the batch for its metrics without a backward pass.
+        skip = cfg.skip_no_signal and all(r[1] == 0.0 for r in rows)
         loss_sum, ratio_means, ratio_max, changed, trainer_lp, sampler_lp, keys = 0.0, [], [], [], [], [], []
         for start in range(0, len(rows), cfg.micro_batch):
             chunk = rows[start:start + cfg.micro_batch]
             seqs = [self.sequence_input(turn, f"sequence {start + i}") for i, (turn, *_rest) in enumerate(chunk)]
-            lps = sequence_logprobs(self.model, seqs, temperature=[r[0].temperature for r in chunk])
+            with torch.set_grad_enabled(not skip):
+                lps = sequence_logprobs(self.model, seqs, temperature=[r[0].temperature for r in chunk])
             lp, mask = pad_right(lps)
             old, _ = pad_right([torch.tensor(r[0].logprobs, dtype=torch.float32, device=lp.device) for r in chunk])
             adv = torch.tensor([r[1] for r in chunk], dtype=torch.float32, device=lp.device)
             out = policy_loss(LossInputs(lp, old, adv, mask), cfg.correction, is_cap=cfg.is_cap,
                               clip_eps=cfg.clip_eps, normalizer=total_tokens)
-            out.loss.backward()
+            if not skip:
+                out.loss.backward()
             loss_sum += out.loss.item()
             ratio_means.append(out.metrics["ratio_mean"] * float(mask.sum()))
             ratio_max.append(out.metrics["ratio_max"])
@@ -167,12 +172,9 @@ class Learner:
             keys.append(rows[i][2])
         params = [p for p in self.model.parameters() if p.grad is not None]
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm else float("inf"))
-        no_signal = all(r[1] == 0.0 for r in rows)
-        if no_signal and cfg.skip_no_signal:  # a zero gradient: Adam's momentum alone would still move them
-            self.optimizer.zero_grad(set_to_none=True)
-        else:
+        if not skip:
             self.optimizer.step()
-        metrics["optimizer/skipped_no_signal"] = float(no_signal and cfg.skip_no_signal)
+        metrics["optimizer/skipped_no_signal"] = float(skip)
         self.version += 1
         self.model.eval()
         self._remember()
