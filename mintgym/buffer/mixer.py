@@ -2,9 +2,10 @@
 
 Each domain has its own FIFO queue of groups. A batch of ``n`` groups gives every domain a quota
 (equal shares by default, or proportional to ``weights``; remainders go to the largest fractional
-parts, ties in domain order). Building a batch first drops every queued group older than ``max_lag``
-versions, then takes up to each domain's quota from its own queue. A domain short of its quota leaves
-the gap empty and it is counted as ``shortfall``: another domain's groups never fill it.
+parts, ties in domain order). Taking groups for a batch first drops every queued group older than
+``max_lag`` versions, then takes up to each domain's quota (or what the batch still lacks of it: a batch
+may be taken in parts, ``take``, and accounted once, ``close``) from its own queue. A domain short of its
+quota leaves the gap empty and it is counted as ``shortfall``: another domain's groups never fill it.
 
     >>> mixer = DomainMixer(["web", "pytool"])
     >>> mixer.quotas(5)
@@ -84,21 +85,33 @@ class DomainMixer:
         self.drop_stale(trainer_version)
         return all(len(self.queues[d]) >= q for d, q in self.quotas(n).items())
 
-    def build(self, n: int, trainer_version: int) -> Batch:
-        """Take a batch of up to ``n`` groups by quota; the unfilled part is counted, not refilled. The batch's
-        ``dropped_stale`` counts every group dropped since the previous batch (by ``ready`` too)."""
+    def take(self, wanted: Mapping[str, int], trainer_version: int) -> list[Group]:
+        """Pop up to ``wanted[d]`` of each domain's oldest groups within ``max_lag`` (stale ones dropped first)."""
         self.drop_stale(trainer_version)
-        dropped, self._dropped = self._dropped, {d: 0 for d in self.domains}
         groups: list[Group] = []
+        for d, k in wanted.items():
+            queue = self.queues[d]
+            groups += [queue.popleft() for _ in range(min(max(k, 0), len(queue)))]
+        return groups
+
+    def close(self, n: int, taken: Mapping[str, int]) -> dict[str, DomainStats]:
+        """Account a finished batch of ``n`` groups that took ``taken[d]`` of each domain: its per-domain stats
+        (``dropped_stale`` counts every group dropped since the previous batch, by ``ready`` or ``take`` too)."""
+        dropped, self._dropped = self._dropped, {d: 0 for d in self.domains}
         stats: dict[str, DomainStats] = {}
         for d, quota in self.quotas(n).items():
-            queue = self.queues[d]
-            taken = [queue.popleft() for _ in range(min(quota, len(queue)))]
-            groups += taken
-            stats[d] = DomainStats(quota=quota, taken=len(taken), dropped_stale=dropped[d],
-                                   shortfall=quota - len(taken))
+            got = taken.get(d, 0)
+            if got > quota:
+                raise ValueError(f"batch took {got} groups of {d!r}, over its quota of {quota}")
+            stats[d] = DomainStats(quota=quota, taken=got, dropped_stale=dropped[d], shortfall=quota - got)
             total = self.totals[d]
             total.quota += quota
-            total.taken += len(taken)
-            total.shortfall += quota - len(taken)
-        return Batch(groups=groups, trainer_version=trainer_version, domains=stats)
+            total.taken += got
+            total.shortfall += quota - got
+        return stats
+
+    def build(self, n: int, trainer_version: int) -> Batch:
+        """Take a batch of up to ``n`` groups by quota at once; the unfilled part is counted, not refilled."""
+        groups = self.take(self.quotas(n), trainer_version)
+        taken = {d: sum(1 for g in groups if g.domain == d) for d in self.domains}
+        return Batch(groups=groups, trainer_version=trainer_version, domains=self.close(n, taken))

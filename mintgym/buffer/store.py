@@ -1,15 +1,19 @@
 """Layer 5: the trajectory buffer between rollout workers and the trainer (a Ray actor in a run).
 
 Workers ``admit`` before starting a group of episodes and ``push`` the finished :class:`Group`; the trainer
-``get_batch``es. The lag bound (a group sampled with weights ``v`` is trained at a trainer version of at
-most ``v + max_lag``) is enforced where it is certain, at consumption: ``get_batch`` drops every queued
-group whose lag at the version it is trained at exceeds ``max_lag`` (counted ``dropped_stale``, in total
-and per domain), so no group is ever trained on beyond the bound, whatever happened before.
+streams its batch: ``take`` hands over the groups its per-domain quotas still lack as they arrive (so the
+trainer computes their gradients while the rest are still being played) and ``close_batch`` ends it, counting
+any quota left unfilled; ``get_batch`` waits for a whole batch and hands it over at once. The lag bound (a
+group sampled with weights ``v`` is trained at a trainer version of at most ``v + max_lag``) is enforced
+where it is certain, at consumption: ``take`` and ``get_batch`` drop every queued group whose lag at the
+version it is trained at exceeds ``max_lag`` (counted ``dropped_stale``, in total and per domain), so no
+group is ever trained on beyond the bound, whatever happened before. The trainer's version does not move
+while a batch is open, so a group taken early is judged at the version it is trained at.
 
 Admission only avoids spending work on groups that will surely be dropped. A group is admitted when the
 version it would be consumed at, estimated from the work of its own domain that will actually be consumed
 ahead of it, is within its bound: the batches already built (each took the domain's quota, or left it
-short), the domain's queued groups still within the bound, and its groups in flight on weights at least as
+short), the domain's groups taken into the open batch, its queued groups still within the bound, and its groups in flight on weights at least as
 new as its own, the domain's quota to a version (``estimated_version``). Counting per domain matters
 because batches take fixed quotas per domain: a fast domain's groups filling the estimate would deny a slow
 domain's groups the very batch that waits for them. Groups in flight on older
@@ -70,6 +74,8 @@ class TrajectoryBuffer:
         #: Consumed groups per lag at consumption (trainer version minus the group's oldest turn's version).
         self.consumed_lags: dict[int, int] = {}
         self.worker_restarts: dict[int, int] = {}
+        #: The batch being streamed (``take``): its size, trainer version and groups taken per domain.
+        self._open: tuple[int, int, dict[str, int]] | None = None
 
     # -- workers --------------------------------------------------------------------------------------
 
@@ -90,19 +96,42 @@ class TrajectoryBuffer:
 
     def estimated_version(self, policy_version: int, domain: str | None = None) -> int:
         """The trainer version a group of ``domain`` sampled at ``policy_version`` and admitted now would be
-        consumed at: the batches built, then the domain's queued groups still within the bound and those in
-        flight on weights at least as new, its quota to a version (see the module docstring). A domain with
-        no quota is never waited for: the trainer's version."""
+        consumed at: the batches built, then the domain's groups in the open batch, its queued groups still
+        within the bound and those in flight on weights at least as new, its quota to a version (see the
+        module docstring). A domain with no quota is never waited for: the trainer's version."""
         domain = self._domain(domain)
         quota = self.mixer.quotas(self.groups_per_step)[domain]
         if quota == 0:
             return self.trainer_version
         built = self.mixer.totals[domain].quota // quota
+        return max(self.trainer_version, built + self._ahead(policy_version, domain) // quota)
+
+    def room(self, policy_version: int) -> dict[str, int | None]:
+        """Per domain, how many more groups sampled at ``policy_version`` would be admitted now, one after
+        another (None: no lag bound, any number). Workers start their next group in a domain with room, so a
+        slot does not sit in admission for a domain whose versions are full while another domain's batch
+        waits for a slot. A domain with no quota has no room."""
+        out: dict[str, int | None] = {}
+        for domain, quota in self.mixer.quotas(self.groups_per_step).items():
+            if quota == 0 or (self.max_lag is not None and self.trainer_version - policy_version > self.max_lag):
+                out[domain] = 0
+            elif self.max_lag is None:
+                out[domain] = None
+            else:  # admitted while the groups ahead of it fill fewer than the versions up to its bound
+                built = self.mixer.totals[domain].quota // quota
+                versions = policy_version + self.max_lag - built + 1
+                out[domain] = max(0, versions * quota - self._ahead(policy_version, domain))
+        return out
+
+    def _ahead(self, policy_version: int, domain: str) -> int:
+        """The groups of ``domain`` a new one sampled at ``policy_version`` would be consumed after: those in
+        the open batch, those queued within the bound, those in flight on weights at least as new."""
         queued = sum(1 for g in self.mixer.queues[domain]
                      if self.max_lag is None or g.lag(self.trainer_version) <= self.max_lag)
         in_flight = sum(1 for _, version, d in self._reservations.values()
                         if d == domain and version >= policy_version)
-        return max(self.trainer_version, built + (queued + in_flight) // quota)
+        opened = self._open[2][domain] if self._open is not None else 0
+        return opened + queued + in_flight
 
     def _domain(self, domain: str | None) -> str:
         if domain is None:
@@ -181,21 +210,72 @@ class TrajectoryBuffer:
     async def get_batch(self, n_groups: int, trainer_version: int, timeout: float | None = None) -> Batch:
         """Wait until every domain can fill its quota (or ``timeout`` s pass), then build the batch: every
         queued group past ``max_lag`` at ``trainer_version`` is dropped first (counted), never trained on."""
+        if self._open is not None:
+            raise ValueError(f"a streamed batch at version {self._open[1]} is open: close_batch it first")
         self.set_trainer_version(trainer_version)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.mixer.ready(n_groups, trainer_version):
             if not await self._wait_change(None if deadline is None else deadline - time.monotonic()):
                 break
-        batch = self.mixer.build(n_groups, trainer_version)
-        self.counts["consumed"] += len(batch.groups)
-        self.counts["consumed_samples"] += len(batch.samples)
+        groups = self._consume(self.mixer.quotas(n_groups), trainer_version)
+        taken = {d: sum(1 for g in groups if g.domain == d) for d in self.mixer.domains}
+        return Batch(groups=groups, trainer_version=trainer_version, domains=self.mixer.close(n_groups, taken))
+
+    async def take(self, n_groups: int, trainer_version: int, wait: float | None = 0.0) -> tuple[list[Group], int]:
+        """Stream the batch of ``n_groups`` trained at ``trainer_version`` (opened by the first call): the queued
+        groups within ``max_lag`` that its quotas still lack (stale ones dropped and counted first), waiting up
+        to ``wait`` seconds (None: no limit) for at least one. Returns them and how many groups the batch still
+        lacks; 0 means it is full. ``close_batch`` ends it."""
+        if self._open is None:
+            self.set_trainer_version(trainer_version)
+            self._open = (n_groups, trainer_version, {d: 0 for d in self.mixer.domains})
+        n, version, taken = self._open
+        if (n, version) != (n_groups, trainer_version):
+            raise ValueError(f"a batch of {n} groups at version {version} is open, not {n_groups} at "
+                             f"{trainer_version}: close_batch it first")
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            wanted = self._lacking()
+            groups = self._consume(wanted, trainer_version)
+            if groups or not any(wanted.values()):
+                break
+            if not await self._wait_change(None if deadline is None else deadline - time.monotonic()):
+                break
+        for g in groups:
+            taken[g.domain] += 1
+        return groups, sum(self._lacking().values())
+
+    def close_batch(self, n_groups: int, trainer_version: int) -> dict[str, DomainStats]:
+        """End the streamed batch (one with nothing taken if none is open): its per-domain stats, any quota it
+        lacks counted as shortfall."""
+        if self._open is None:
+            self._open = (n_groups, trainer_version, {d: 0 for d in self.mixer.domains})
+        n, version, taken = self._open
+        if (n, version) != (n_groups, trainer_version):
+            raise ValueError(f"the open batch is {n} groups at version {version}, not {n_groups} at {trainer_version}")
+        self._open = None
+        self.mixer.drop_stale(trainer_version)
+        stats = self.mixer.close(n_groups, taken)
         self._count_drops()
-        for g in batch.groups:
+        return stats
+
+    def _lacking(self) -> dict[str, int]:
+        assert self._open is not None
+        n, _, taken = self._open
+        return {d: q - taken[d] for d, q in self.mixer.quotas(n).items()}
+
+    def _consume(self, wanted: Mapping[str, int], trainer_version: int) -> list[Group]:
+        """Hand over up to ``wanted[d]`` fresh groups of each domain, counted consumed at their lag."""
+        groups = self.mixer.take(wanted, trainer_version)
+        self.counts["consumed"] += len(groups)
+        self.counts["consumed_samples"] += sum(len(g.samples) for g in groups)
+        self._count_drops()
+        for g in groups:
             lag = g.lag(trainer_version)
             self.consumed_lags[lag] = self.consumed_lags.get(lag, 0) + 1
-        if batch.groups:
+        if groups:
             self._notify()
-        return batch
+        return groups
 
     def _notify(self) -> None:
         """Wake every ``_wait_change``: a group arrived or was consumed, a reservation ended, the version moved."""

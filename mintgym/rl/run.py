@@ -4,8 +4,9 @@
 ``envs[].provider``: local, docker, ray, or given URLs; the weight transport by ``weights.transport``; the
 buffer actor; rollout worker actors placed by ``rollout.worker_resources``; the learner). This loop drives it:
 
-- ``async``: workers play continuously and push groups; each step the trainer takes a mixed batch from
-  the buffer, trains, and publishes weights every ``sync_every`` steps. Workers load them before their
+- ``async``: workers play continuously and push groups; each step the trainer streams a mixed batch from
+  the buffer (each group's gradient computed as it arrives, one optimizer step when the quotas are full),
+  and publishes weights every ``sync_every`` steps. Workers load them before their
   next group and acknowledge them to the transport; a publication not loaded by every worker within
   ``sync_timeout`` fails the run with who is behind and what it was doing.
 - ``sync``: each step the workers play exactly one batch with the current weights, the trainer trains,
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mintgym.buffer.types import Batch
 from mintgym.rl import wiring
 from mintgym.rl.components import Run
 from mintgym.rl.evaluate import final_eval
@@ -98,19 +100,10 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
         first_step, t_loop = run.step, time.monotonic()
         while run.step < end:
             t0 = time.monotonic()
-            version = run.learner.version
             if tc.mode == "sync":
                 run.collect(tc.groups_per_step)
-                batch = ray.get(run.buffer.get_batch.remote(tc.groups_per_step, version, 0.0))
-            else:
-                run.check_workers()
-                ref = run.buffer.get_batch.remote(tc.groups_per_step, version, tc.batch_timeout)
-                while not ray.wait([ref], timeout=1.0)[0]:
-                    run.check_workers()
-                    run.sync.check()
-                batch = ray.get(ref)
-            t_batch = time.monotonic()
-            metrics = run.learner.step(batch)
+            batch, t_batch, learner_s = _stream_batch(run, 0.0 if tc.mode == "sync" else tc.batch_timeout)
+            metrics = run.learner.finish(batch)
             run.step += 1
             ray.get(run.buffer.set_trainer_version.remote(run.learner.version))
             if run.step % tc.sync_every == 0 or run.step == end:
@@ -121,7 +114,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
                     run.sync.check()
             elapsed = time.monotonic() - t0
             metrics.update({"time/step": elapsed, "time/wait_batch": t_batch - t0,
-                            "time/train": time.monotonic() - t_batch,
+                            "time/train": time.monotonic() - t_batch, "time/learner": learner_s + time.monotonic() - t_batch,
                             "throughput/samples_per_s": metrics.get("samples", 0.0) / max(elapsed, 1e-9),
                             "version": float(run.learner.version)})
             stats = ray.get(run.buffer.stats.remote())
@@ -164,6 +157,36 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
     result.seconds = time.monotonic() - t_start
     log(f"finished step {result.steps}/{tc.steps} in {clock(result.seconds)}")
     return result
+
+
+def _stream_batch(run: Run, timeout: float) -> tuple[Batch, float, float]:
+    """Feed the step's groups to the learner as the buffer hands them over, until the batch is full or
+    ``timeout`` s pass (then it is trained short, the gap counted): the trainer computes the gradients of the
+    groups that arrived while the rest are still being played, so only the last group's share and the
+    optimizer step remain once it arrives. Returns the batch, when its last group arrived, and the seconds
+    the learner spent before that."""
+    import ray
+
+    n, version = run.cfg.train.groups_per_step, run.learner.version
+    deadline = time.monotonic() + timeout
+    run.learner.begin()
+    groups: list[Any] = []
+    learner_s = 0.0
+    while True:
+        part, lacking = ray.get(run.buffer.take.remote(n, version, max(0.0, min(1.0, deadline - time.monotonic()))))
+        t_arrived = time.monotonic()
+        if lacking == 0 or t_arrived >= deadline:
+            break
+        if part:
+            run.learner.add(part)
+            groups += part
+            learner_s += time.monotonic() - t_arrived
+        run.check_workers()
+        run.sync.check()
+    run.learner.add(part)
+    groups += part
+    stats = ray.get(run.buffer.close_batch.remote(n, version))
+    return Batch(groups=groups, trainer_version=version, domains=stats), t_arrived, learner_s
 
 
 def _write_samples(run: Run, batch: Any) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import math
 import random
 import uuid
 import warnings
@@ -168,13 +169,22 @@ class _GroupAdmission:
     def __init__(self, worker: "RolloutWorker", domain: str):
         self.worker, self.domain = worker, domain
         self._admitting: asyncio.Future | None = None
+        #: The worker's count of its groups before admission no longer holds this one.
+        self.counted_out = False
 
     async def before_call(self) -> None:
         if self._admitting is None:
             self._admitting = asyncio.ensure_future(self.worker._admit(self.domain))
+            self._admitting.add_done_callback(lambda _future: self.count_out())
         if await asyncio.shield(self._admitting) is None:
             raise RuntimeError("the rollout worker stopped before this group was admitted")
         await self.worker.refresh_weights()
+
+    def count_out(self) -> None:
+        """The group is admitted, denied for good, or over: no longer counted as choosing its domain."""
+        if not self.counted_out:
+            self.counted_out = True
+            self.worker._choosing[self.domain] -= 1
 
     async def settled(self) -> int | None:
         """The reservation once every episode ended (None if the group was never admitted)."""
@@ -252,7 +262,12 @@ class RolloutWorker:
         self.in_flight = 0
         self.stats = {"groups": 0, "episodes": 0, "errors": 0, "denied": 0, "weight_loads": 0}
         self._rng = random.Random(spec.seed * 7919 + spec.worker_id)
-        self._tasks = itertools.cycle(spec.tasks)
+        #: The tasks' domains in turn (a domain once per task) and each domain's own tasks in turn.
+        self._domain_turns = [domain for _, _, domain in spec.tasks]
+        self._next_turn = 0
+        self._tasks_of = {d: itertools.cycle([t for t in spec.tasks if t[2] == d]) for d in self._domain_turns}
+        #: Groups whose domain is chosen and whose admission is not settled yet, per domain.
+        self._choosing: dict[str, int] = {}
         self._weights_lock: asyncio.Lock | None = None
         self._stop = False
         self._ready = False
@@ -390,18 +405,49 @@ class RolloutWorker:
                 return None
             await asyncio.sleep(self.spec.admission_poll)
 
+    async def _next_task(self) -> tuple[str, list[int] | None, str]:
+        """The next task of the domain with the most room in the buffer at the newest weights (after this
+        worker's groups still before admission; ties in turn); with no room anywhere, of the domain with the
+        most room at the version after (the group's resets are done by the time those weights come, and it
+        starts at once); else of the next domain in turn. Room is what the domain's coming batches lack, so
+        slots go to the slow domain that holds the batches back, not to a fast one whose versions are full."""
+        turns = self._domain_turns
+        if not turns:
+            raise RuntimeError("this rollout worker was given no tasks to play")
+        pick = self._next_turn
+        if len(set(turns)) > 1:
+            version = await self.refresh_weights()
+            for room in await asyncio.gather(self.buffer.room.remote(version), self.buffer.room.remote(version + 1)):
+                free = {i: self._free(room, turns[i]) for i in self._turns_from_next()}
+                best = max(free.values())
+                if best > 0:
+                    pick = next(i for i, f in free.items() if f == best)
+                    break
+        self._next_turn = (pick + 1) % len(turns)
+        return next(self._tasks_of[turns[pick]])
+
+    def _turns_from_next(self) -> list[int]:
+        n = len(self._domain_turns)
+        return [(self._next_turn + k) % n for k in range(n)]
+
+    def _free(self, room: dict[str, int | None], domain: str) -> float:
+        free = room.get(domain)
+        return math.inf if free is None else free - self._choosing.get(domain, 0)
+
     async def _one_group(self) -> None:
-        task_id, seeds, domain = next(self._tasks)
+        task_id, seeds, domain = await self._next_task()
         seed = self._rng.choice(seeds) if seeds else self._rng.randrange(2**31)
         group_id = f"{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
         admission = _GroupAdmission(self, domain)
         self.in_flight += self.spec.group_size
+        self._choosing[domain] = self._choosing.get(domain, 0) + 1
         try:
             samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i,
                                                            before_call=admission.before_call)
                                              for i in range(self.spec.group_size)), return_exceptions=True)
         finally:
             self.in_flight -= self.spec.group_size
+            admission.count_out()
         reservation = await admission.settled()
         good = [s for s in samples if isinstance(s, Sample)]
         self.stats["errors"] += sum(isinstance(s, BaseException) for s in samples)

@@ -10,6 +10,7 @@ Turns are views of the episode record's steps, so an episode read back from disk
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 
 from mintgym.buffer.advantages import compute_advantages
-from mintgym.buffer.types import Batch, Turn
+from mintgym.buffer.types import Batch, Group, Turn
 from mintgym.inference.images import load_image
 from mintgym.inference.logprobs import SequenceInput, sequence_logprobs
 from mintgym.trainer.config import TrainConfig
@@ -47,8 +48,27 @@ def _resolve(image: Any) -> np.ndarray:
         raise ImageLost(str(exc).splitlines()[0]) from exc
 
 
+@dataclass
+class _Accumulation:
+    """What an open step has gathered from the groups added so far."""
+
+    rows: list[tuple[Turn, float, dict[str, Any], int]] = field(default_factory=list)
+    loss_sum: float = 0.0
+    ratio_means: list[float] = field(default_factory=list)
+    ratio_max: list[float] = field(default_factory=list)
+    changed: list[float] = field(default_factory=list)
+    trainer_lp: list[torch.Tensor] = field(default_factory=list)
+    sampler_lp: list[torch.Tensor] = field(default_factory=list)
+    keys: list[dict[str, Any]] = field(default_factory=list)
+    images_lost: int = 0
+    #: Some advantage was not 0 / some backward pass ran.
+    signal: bool = False
+    backward: bool = False
+
+
 class Learner:
-    """Owns the trainer's model and optimizer; ``step(batch)`` trains once and bumps ``version``."""
+    """Owns the trainer's model and optimizer; ``step(batch)`` trains once and bumps ``version`` (or, for a
+    batch that arrives in parts: ``begin()``, ``add(groups)`` per part, ``finish(batch)``)."""
 
     def __init__(self, model: Any, processor: Any, config: TrainConfig, *, version: int = 0,
                  resolve_image: Callable[[Any], np.ndarray] = _resolve):
@@ -64,6 +84,7 @@ class Learner:
         #: Past weights by version (``mismatch_snapshots`` of them) and a scratch model to score with them.
         self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
         self._scratch: Any = None
+        self._acc: _Accumulation | None = None
         self._remember()
 
     def restored(self, version: int) -> None:
@@ -124,72 +145,107 @@ class Learner:
 
     def step(self, batch: Batch) -> dict[str, float]:
         """Train on ``batch`` once; returns the step's metrics (reward, lag, loss, IS and mismatch stats)."""
-        cfg = self.config
+        self.begin()
+        self.add(batch.groups)
+        return self.finish(batch)
+
+    def begin(self) -> None:
+        """Open a step whose groups arrive in parts (``add``); ``finish`` takes the optimizer step. Gradients
+        accumulate as token sums and are divided by the step's token count at the end, so a step fed group by
+        group moves the weights as one fed its whole batch at once."""
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        self._acc = _Accumulation()
+
+    def add(self, groups: list[Group]) -> None:
+        """Compute the advantages, logprobs, loss and gradient of ``groups`` into the open step. A chunk whose
+        advantages are all 0 has a zero gradient: with ``skip_no_signal`` it is only scored, without a backward
+        pass (without it, the backward runs so that Adam sees the zeros)."""
+        acc, cfg = self._acc, self.config
+        if acc is None:
+            raise RuntimeError("add() outside a step: call begin() first")
+        kept, lost = self._materialize(groups)
+        acc.images_lost += lost
         rows: list[tuple[Turn, float, dict[str, Any], int]] = []  # turn, advantage, mismatch key, lag
-        groups, lost = self._materialize(batch)
-        for group in groups:
+        for group in kept:
             advs = compute_advantages(group.rewards, cfg.advantage, scale=cfg.scale_advantages)
             for sample, adv in zip(group.samples, advs):
                 for t, turn in enumerate(sample.turns):
                     rows.append((turn, adv, {"domain": sample.domain, "turn": t, "images": len(turn.images)},
                                  self.version - turn.policy_version))
-        metrics: dict[str, float] = self._batch_metrics(batch)
-        metrics["groups/images_lost"] = float(lost)
-        if not rows:
-            metrics["skipped"] = 1.0
-            return metrics
-        self.model.train()
-        self.optimizer.zero_grad(set_to_none=True)
-        total_tokens = sum(len(r[0].response_token_ids) for r in rows)
-        # Every loss term is scaled by an advantage: with all 0 the gradient is 0, and Adam's momentum alone would
-        # still move the weights. A skipped step scores the batch for its metrics without a backward pass.
-        skip = cfg.skip_no_signal and all(r[1] == 0.0 for r in rows)
-        loss_sum, ratio_means, ratio_max, changed, trainer_lp, sampler_lp, keys = 0.0, [], [], [], [], [], []
+        first = len(acc.rows)
+        acc.rows += rows
         for start in range(0, len(rows), cfg.micro_batch):
             chunk = rows[start:start + cfg.micro_batch]
-            seqs = [self.sequence_input(turn, f"sequence {start + i}") for i, (turn, *_rest) in enumerate(chunk)]
-            with torch.set_grad_enabled(not skip):
+            seqs = [self.sequence_input(turn, f"sequence {first + start + i}")
+                    for i, (turn, *_rest) in enumerate(chunk)]
+            backward = not cfg.skip_no_signal or any(r[1] != 0.0 for r in chunk)
+            with torch.set_grad_enabled(backward):
                 lps = sequence_logprobs(self.model, seqs, temperature=[r[0].temperature for r in chunk])
             lp, mask = pad_right(lps)
             old, _ = pad_right([torch.tensor(r[0].logprobs, dtype=torch.float32, device=lp.device) for r in chunk])
             adv = torch.tensor([r[1] for r in chunk], dtype=torch.float32, device=lp.device)
             out = policy_loss(LossInputs(lp, old, adv, mask), cfg.correction, is_cap=cfg.is_cap,
-                              clip_eps=cfg.clip_eps, normalizer=total_tokens)
-            if not skip:
+                              clip_eps=cfg.clip_eps, normalizer=1.0)  # a token sum: divided in finish()
+            if backward:
                 out.loss.backward()
-            loss_sum += out.loss.item()
-            ratio_means.append(out.metrics["ratio_mean"] * float(mask.sum()))
-            ratio_max.append(out.metrics["ratio_max"])
-            changed.append(out.metrics["changed_fraction"] * float(mask.sum()))
+                acc.backward = True
+            acc.signal = acc.signal or any(r[1] != 0.0 for r in chunk)
+            acc.loss_sum += out.loss.item()
+            acc.ratio_means.append(out.metrics["ratio_mean"] * float(mask.sum()))
+            acc.ratio_max.append(out.metrics["ratio_max"])
+            acc.changed.append(out.metrics["changed_fraction"] * float(mask.sum()))
             for r, l in zip(chunk, lps):
                 if r[3] == 0:  # same weights: the mismatch, apart from lag
-                    trainer_lp.append(l.detach())
-                    sampler_lp.append(torch.tensor(r[0].logprobs, dtype=torch.float32))
-                    keys.append(r[2])
-        for i, lp_then in self._lagged_logprobs(rows):  # lagged turns, scored with the weights that sampled them
-            trainer_lp.append(lp_then)
-            sampler_lp.append(torch.tensor(rows[i][0].logprobs, dtype=torch.float32))
-            keys.append(rows[i][2])
+                    acc.trainer_lp.append(l.detach())
+                    acc.sampler_lp.append(torch.tensor(r[0].logprobs, dtype=torch.float32))
+                    acc.keys.append(r[2])
+
+    def finish(self, batch: Batch) -> dict[str, float]:
+        """End the open step: the optimizer step (none when nothing was added, or, with ``skip_no_signal``,
+        when every advantage was 0), the version bump and the step's metrics. ``batch`` holds the groups
+        that were added and the buffer's per-domain accounting."""
+        acc, cfg = self._acc, self.config
+        if acc is None:
+            raise RuntimeError("finish() outside a step: call begin() first")
+        self._acc = None
+        metrics: dict[str, float] = self._batch_metrics(batch)
+        metrics["groups/images_lost"] = float(acc.images_lost)
+        rows = acc.rows
+        if not rows:
+            self.model.eval()
+            metrics["skipped"] = 1.0
+            return metrics
+        total_tokens = sum(len(r[0].response_token_ids) for r in rows)
         params = [p for p in self.model.parameters() if p.grad is not None]
+        for p in params:
+            p.grad.div_(max(total_tokens, 1))
+        for i, lp_then in self._lagged_logprobs(rows):  # lagged turns, scored with the weights that sampled them
+            acc.trainer_lp.append(lp_then)
+            acc.sampler_lp.append(torch.tensor(rows[i][0].logprobs, dtype=torch.float32))
+            acc.keys.append(rows[i][2])
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm else float("inf"))
-        if not skip:
+        # Every loss term is scaled by an advantage: with all 0 the gradient is 0, and Adam's momentum alone would
+        # still move the weights.
+        skip = cfg.skip_no_signal and not acc.signal
+        if not skip and acc.backward:
             self.optimizer.step()
         metrics["optimizer/skipped_no_signal"] = float(skip)
         self.version += 1
         self.model.eval()
         self._remember()
-        metrics.update({"loss": loss_sum, "grad_norm": float(grad_norm), "tokens": float(total_tokens),
-                        "sequences": float(len(rows)), "is/ratio_mean": sum(ratio_means) / total_tokens,
-                        "is/ratio_max": max(ratio_max),
-                        "is/changed_fraction": sum(changed) / total_tokens})
-        metrics.update(mismatch_metrics(trainer_lp, sampler_lp, keys))
-        metrics["mismatch/sequences"] = float(len(trainer_lp))
+        metrics.update({"loss": acc.loss_sum / max(total_tokens, 1), "grad_norm": float(grad_norm),
+                        "tokens": float(total_tokens), "sequences": float(len(rows)),
+                        "is/ratio_mean": sum(acc.ratio_means) / total_tokens, "is/ratio_max": max(acc.ratio_max),
+                        "is/changed_fraction": sum(acc.changed) / total_tokens})
+        metrics.update(mismatch_metrics(acc.trainer_lp, acc.sampler_lp, acc.keys))
+        metrics["mismatch/sequences"] = float(len(acc.trainer_lp))
         return metrics
 
-    def _materialize(self, batch: Batch) -> tuple[list[Any], int]:
-        """The batch's groups with every image fetched once; groups with a lost image are left out."""
+    def _materialize(self, groups: list[Group]) -> tuple[list[Group], int]:
+        """The groups with every image fetched once; groups with a lost image are left out."""
         kept, lost = [], 0
-        for group in batch.groups:
+        for group in groups:
             try:
                 for sample in group.samples:
                     for turn in sample.turns:

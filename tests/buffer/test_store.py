@@ -33,12 +33,14 @@ def check_accounting(buf: TrajectoryBuffer, pushed_without_reservation: int = 0)
     return reserved_at_resume, queued_at_resume
 
 
-async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, domains=("a", "b")) -> list[int]:
+async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, domains=("a", "b"),
+               stream: bool = False) -> list[int]:
     """Drive ``buf`` the way a run does, in ticks: ``slots`` rollout slots each admit (with the newest
     published weights), play a group for a random 1-12 ticks (now and then a straggler of 40) and push it
     (or release it, 1 in 20), cycling through the domains (a denied slot asks again for the same domain); the trainer takes a batch when every quota can be
     filled (a short one after waiting 30 ticks, as ``batch_timeout`` does), trains 3 ticks and publishes.
-    Returns the lag of every consumed group."""
+    With ``stream`` the trainer ``take``s each tick what its batch lacks, as a run does, and closes the batch
+    when it is full (or after 30 ticks). Returns the lag of every consumed group."""
     rng = random.Random(seed)
     n = buf.groups_per_step
     version, training_until = buf.trainer_version, None
@@ -67,17 +69,25 @@ async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, doma
         if training_until is not None and tick >= training_until:
             training_until, trained, version, waiting_since = None, trained + 1, version + 1, tick
             buf.set_trainer_version(version)
-        if training_until is None and (buf.mixer.ready(n, version) or tick - waiting_since > 30):
+        if training_until is None and stream:
+            taken, lacking = await buf.take(n, version, wait=0)
+            lags += [g.lag(version) for g in taken]
+            if lacking == 0 or tick - waiting_since > 30:
+                stats = buf.close_batch(n, version)
+                assert sum(s.taken for s in stats.values()) == n - lacking
+                training_until = tick + 3
+        elif training_until is None and (buf.mixer.ready(n, version) or tick - waiting_since > 30):
             batch = await buf.get_batch(n, version, timeout=0)
             lags += [g.lag(version) for g in batch.groups]
             training_until = tick + 3
     return lags
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("max_lag", [0, 1, 2, 4])
-async def test_no_group_is_consumed_beyond_max_lag_and_every_group_is_counted(max_lag):
+async def test_no_group_is_consumed_beyond_max_lag_and_every_group_is_counted(max_lag, stream):
     buf = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=max_lag, admission_hold=0)
-    lags = await play(buf, steps=40, slots=8, seed=max_lag)
+    lags = await play(buf, steps=40, slots=8, seed=max_lag, stream=stream)
     assert len(lags) >= 120 and max(lags) <= max_lag
     assert buf.stats()["consumed_lags"] == {lag: lags.count(lag) for lag in sorted(set(lags))}
     assert check_accounting(buf) == (0, 0)
@@ -118,6 +128,24 @@ async def test_admission_counts_each_domain_against_its_own_quota():
         await buf.admit(0, 0, "web")
 
 
+@pytest.mark.parametrize("seed", range(6))
+async def test_room_is_how_many_groups_admission_takes_one_after_another(seed):
+    """Workers pick their next group's domain by ``room``: it must count exactly the admissions that follow,
+    whatever the open batch, the queues and the groups in flight on older and newer weights."""
+    buf = TrajectoryBuffer(["a", "b", "c"], groups_per_step=5, max_lag=seed % 3, admission_hold=0)
+    await play(buf, steps=4 + seed, slots=6, seed=seed, domains=("a", "b", "c"), stream=seed % 2 == 1)
+    if seed % 2:
+        await buf.take(5, buf.trainer_version)  # a batch open with what is queued
+    for version in range(max(0, buf.trainer_version - 3), buf.trainer_version + 2):
+        room = buf.room(version)
+        for domain, free in room.items():
+            admitted = 0
+            while admitted <= 50 and await buf.admit(1, version, domain) is not None:
+                admitted += 1
+            assert admitted == free, (version, domain, room)
+    assert TrajectoryBuffer(["a"], groups_per_step=1).room(0) == {"a": None}  # no bound: any number
+
+
 async def test_a_group_already_beyond_the_bound_is_denied_and_a_late_one_dropped_at_consumption():
     buf = TrajectoryBuffer(["a", "b"], groups_per_step=2, max_lag=1)
     late = await buf.admit(0, 0, "a")
@@ -131,6 +159,45 @@ async def test_a_group_already_beyond_the_bound_is_denied_and_a_late_one_dropped
     assert batch.domains["a"].dropped_stale == 1
     assert buf.counts["dropped_stale"] == 1 and buf.consumed_lags == {0: 1, 1: 1}
     assert check_accounting(buf, pushed_without_reservation=2) == (0, 0)
+
+
+async def test_a_streamed_batch_hands_over_groups_as_they_arrive_within_its_quotas():
+    """``take`` gives the trainer each group its batch lacks as soon as it is pushed (the rest of a domain's
+    arrivals wait for the next batch), drops stale ones, and ``close_batch`` counts what never came."""
+    buf = TrajectoryBuffer(["a", "b"], groups_per_step=4, max_lag=1, admission_hold=0)
+    buf.push(group("a", 0))
+    assert [g.domain for g in (await buf.take(4, 0))[0]] == ["a"]
+    assert await buf.take(4, 0, wait=0.05) == ([], 3)  # nothing new: waited, then answered
+    reservation = await buf.admit(0, 0, "b")
+    assert await buf.admit(0, 0, "a") is not None
+    # the taken "a" group and the one in flight fill version 0's quota of 2: a third one would train at 1
+    assert buf.estimated_version(0, "a") == 1
+
+    async def later():
+        await asyncio.sleep(0.05)
+        buf.push(group("b", 0, reservation))
+
+    task = asyncio.ensure_future(later())
+    taken, lacking = await buf.take(4, 0, wait=5)  # woken by the push
+    await task
+    assert [g.domain for g in taken] == ["b"] and lacking == 2
+    for _ in range(3):
+        buf.push(group("a", 0))
+    taken, lacking = await buf.take(4, 0)
+    assert [g.domain for g in taken] == ["a"] and lacking == 1  # a's quota is full: two a groups stay queued
+    with pytest.raises(ValueError, match="close_batch it first"):
+        await buf.get_batch(4, 0)
+    with pytest.raises(ValueError, match="a batch of 4 groups at version 0 is open"):
+        await buf.take(4, 1)
+    stats = buf.close_batch(4, 0)
+    assert (stats["a"].taken, stats["b"].taken, stats["b"].shortfall) == (2, 1, 1)
+    buf.push(group("b", 2))
+    taken, lacking = await buf.take(4, 2)  # the two queued version-0 a groups lag 2: dropped, not handed over
+    assert [g.policy_version for g in taken] == [2] and lacking == 3
+    assert buf.close_batch(4, 2)["a"].dropped_stale == 2
+    assert buf.consumed_lags == {0: 4}
+    assert buf.stats()["reserved"] == 1  # the admitted "a" group is still in flight
+    assert check_accounting(buf, pushed_without_reservation=5) == (0, 0)
 
 
 async def test_drops_found_while_waiting_are_reported_in_the_batch():

@@ -201,3 +201,28 @@ async def test_a_worker_stopped_while_denied_ends_its_group_unpushed(setup, tmp_
     finally:
         await worker.close()
         ray.kill(buffer)
+
+
+async def test_a_worker_starts_its_next_group_in_a_domain_with_room(setup, tmp_path):
+    """Domain "a" comes first in turn but its version is full (another worker's group holds it): the slot
+    plays domain "b", whose batch lacks a group, instead of sitting in admission for "a"."""
+    import asyncio
+
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["a", "b"], groups_per_step=2, max_lag=0,
+                                                                     admission_hold=0.0)
+    assert await buffer.admit.remote(9, 0, "a") is not None
+    assert await buffer.room.remote(0) == {"a": 0, "b": 1}
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "a"), ("null/echo", [4], "b")],
+                      env_urls={"a": [url], "b": [url]}, agent_options={"choices": {"a": ["ok"], "b": ["ok"]}},
+                      group_size=2, groups_in_flight=1)
+    worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+    try:
+        status = await asyncio.wait_for(worker.run(max_groups=1), 60)
+        assert status["groups"] == 1 and status["denied"] == 0
+        stats = await buffer.stats.remote()
+        assert stats["queued"] == {"a": 0, "b": 1}
+        assert await buffer.room.remote(0) == {"a": 0, "b": 0}
+    finally:
+        await worker.close()
+        ray.kill(buffer)

@@ -1,4 +1,5 @@
-"""The learner's optimizer step: a batch without learning signal leaves the weights alone."""
+"""The learner's optimizer step: a batch without learning signal leaves the weights alone; a batch fed in
+parts as its groups arrive trains exactly as the whole batch at once."""
 
 import numpy as np
 import pytest
@@ -33,6 +34,19 @@ def _batch(engine, rewards: list[float], version: int) -> Batch:
     return Batch([Group("g", "null/echo", "null", 0, samples)], trainer_version=version)
 
 
+def _gradients_at_step(learner: Learner) -> dict[str, torch.Tensor]:
+    """Filled with every parameter's gradient as the learner's optimizer steps."""
+    seen: dict[str, torch.Tensor] = {}
+    step = learner.optimizer.step
+
+    def recording_step(*args, **kwargs):
+        seen.update({n: p.grad.clone() for n, p in learner.model.named_parameters() if p.grad is not None})
+        return step(*args, **kwargs)
+
+    learner.optimizer.step = recording_step
+    return seen
+
+
 def _weights(learner: Learner) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in learner.state_dict().items()}
 
@@ -54,3 +68,40 @@ def test_a_step_whose_groups_all_tie_moves_no_weight_unless_told_to(tiny, skip):
         assert tied["optimizer/skipped_no_signal"] == 1.0 and moved == []
     else:
         assert tied["optimizer/skipped_no_signal"] == 0.0 and len(moved) > 10  # momentum alone moved them
+
+
+@pytest.mark.parametrize("correction,micro_batch", [("unclipped_token_is", 3), ("ppo_clip", 4)])
+def test_a_step_fed_group_by_group_trains_as_the_whole_batch_at_once(tiny, correction, micro_batch):
+    """The run streams a batch into the learner as its groups arrive: the gradients are token sums divided by
+    the whole step's token count at the end, so the parts must give the one-shot step's weights and metrics
+    (a per-part token mean would weight a short group's tokens more). The tied group's chunk (micro_batch 4)
+    is scored without a backward pass."""
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    groups = [_batch(engine, rewards, 0).groups[0]
+              for rewards in ([1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0])]
+    config = TrainConfig(lr=1e-2, micro_batch=micro_batch, correction=correction)
+    whole = Learner(load_model(tiny), load_processor(tiny), config)
+    parts = Learner(load_model(tiny), load_processor(tiny), config)
+    grads = {"whole": _gradients_at_step(whole), "parts": _gradients_at_step(parts)}
+    at_once = whole.step(Batch(groups, trainer_version=0))
+    parts.begin()
+    for g in groups:
+        parts.add([g])
+    streamed = parts.finish(Batch(groups, trainer_version=0))
+    assert parts.version == whole.version == 1
+    want, got = grads["whole"], grads["parts"]
+    assert len(want) > 10 and want.keys() == got.keys()
+    scale = max(g.abs().max().item() for g in want.values())
+    for k, g in want.items():  # the clipped gradients Adam was given
+        diff = (got[k] - g).abs().max().item()
+        assert diff <= 1e-5 * scale, (k, diff, scale)
+    for key in ("loss", "grad_norm", "tokens", "sequences", "is/ratio_mean", "reward/mean"):
+        assert streamed[key] == pytest.approx(at_once[key], rel=1e-5, abs=1e-7), key
+
+
+def test_parts_outside_an_open_step_are_an_error(tiny):
+    learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig())
+    with pytest.raises(RuntimeError, match="call begin\(\) first"):
+        learner.add([])
+    with pytest.raises(RuntimeError, match="call begin\(\) first"):
+        learner.finish(Batch([], trainer_version=0))
