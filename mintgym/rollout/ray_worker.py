@@ -1,7 +1,7 @@
 """Layer 4: the rollout worker, a Ray actor playing many episodes at once and pushing finished groups.
 
-Each worker owns an inference engine (its own hf model, or a vllm engine) and an :class:`EnvPool` per
-domain on the env servers it was given. ``run()`` keeps ``groups_in_flight`` groups going; a group is G
+Each worker owns an inference engine (its own hf model, whose concurrent calls it batches, or a vllm
+engine) and an :class:`EnvPool` per domain on the env servers it was given. ``run()`` keeps ``groups_in_flight`` groups going; a group is G
 concurrent episodes of one task and seed. A group's env sessions are reset before it is admitted: at the
 group's first model call the worker loads any newer published weights and asks the buffer to admit the
 group at that version (admission control), so a sample's staleness counts from the call that made it,
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import itertools
 import math
 import random
@@ -166,7 +167,7 @@ class _GroupAdmission:
     """A training group's admission, asked for at the first model call of any of its episodes (their env
     sessions are reset by then); every call waits for it, then loads any newer weights."""
 
-    def __init__(self, worker: "RolloutWorker", domain: str):
+    def __init__(self, worker: RolloutWorker, domain: str):
         self.worker, self.domain = worker, domain
         self._admitting: asyncio.Future | None = None
         #: The worker's count of its groups before admission no longer holds this one.
@@ -211,8 +212,6 @@ class SimulatedLatency:
 
 
 def make_episode_agent(spec: WorkerSpec, engine: InferenceEngine, rng: random.Random | None = None) -> Agent:
-    import importlib
-
     if spec.agent == "answer":
         # Wired by name so this layer never imports mintgym.agents at module level.
         answer = importlib.import_module("mintgym.agents.answer")
@@ -256,6 +255,8 @@ class RolloutWorker:
         self.buffer = buffer
         self.weights = weights
         self.engine: InferenceEngine | None = None
+        #: What the episodes call: the engine, with concurrent calls batched where it runs in this process.
+        self.sampler: InferenceEngine | None = None
         self.pools: dict[str, Any] = {}
         self.clients: list[Any] = []
         self.version: int = -1
@@ -288,6 +289,12 @@ class RolloutWorker:
         if self.spec.engine == "hf":
             options.setdefault("seed", self.spec.seed * 1000 + self.spec.worker_id)
         self.engine = make_engine(self.spec.engine, model_path=self.spec.model_path, **options)
+        self.sampler = self.engine
+        if self.spec.engine == "hf":
+            # The G episodes of a group call the model at once, one request each: their calls are gathered
+            # into generate calls of up to the engine's max_batch_size (vllm batches its requests itself).
+            batched = importlib.import_module("mintgym.agents.batched")  # by name: see make_episode_agent
+            self.sampler = batched.BatchedEngine(self.engine, max_batch_size=self.engine.max_batch_size)
         size = self.spec.group_size * self.spec.groups_in_flight
         for domain, urls in self.spec.env_urls.items():
             client = AsyncEnvClient(urls[self.spec.worker_id % len(urls)], encoding="raw")
@@ -465,7 +472,7 @@ class RolloutWorker:
                        before_call: Callable[[], Awaitable[None]] | None = None) -> Sample | None:
         from mintgym.rollout.episode import play_pooled
 
-        recorder = RecordingEngine(self.engine, before_call)
+        recorder = RecordingEngine(self.sampler, before_call)
         agent = recorder.marking(make_episode_agent(spec or self.spec, recorder, self._rng))
         traj = await play_pooled(self.pools[domain], agent, task_id, seed, f"{group_id}-{index}",
                                  max_seconds=self.spec.episode_timeout, group_id=group_id)
@@ -481,5 +488,5 @@ class RolloutWorker:
             await pool.close()
         for client in self.clients:
             await client.aclose()
-        if self.engine is not None:
-            self.engine.close()
+        if self.sampler is not None:
+            self.sampler.close()  # the engine, and its batching where it has one

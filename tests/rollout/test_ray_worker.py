@@ -76,6 +76,30 @@ async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_
         ray.kill(buffer)
 
 
+async def test_the_model_calls_of_a_groups_episodes_share_generate_calls(setup, tmp_path):
+    """The G episodes of a group ask for their decision at once, one request each; with the hf engine they
+    are run as one batch (up to its max_batch_size), not G generate calls one after another (which put
+    G forward passes on every group's critical path)."""
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=None)
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
+                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=6, groups_in_flight=1,
+                      max_new_tokens=1, engine_options={"max_batch_size": 4})
+    worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+    try:
+        await worker._setup()
+        sizes = []
+        generate = worker.engine.generate
+        worker.engine.generate = lambda requests: sizes.append(len(requests)) or generate(requests)
+        await worker.run(max_groups=1)
+        assert sum(sizes) == 6 and max(sizes) == 4 and len(sizes) <= 3, sizes  # 4 + 2 (or 4 + 1 + 1)
+        batch = await buffer.get_batch.remote(1, 0, 5.0)
+        assert len(batch.groups[0].samples) == 6
+    finally:
+        await worker.close()
+        ray.kill(buffer)
+
+
 async def test_pushed_images_outlive_the_worker_that_made_them(setup, tmp_path):
     """A group pushed just before its worker dies still resolves: its images are owned by the buffer.
 

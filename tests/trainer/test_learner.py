@@ -101,7 +101,7 @@ def test_a_step_fed_group_by_group_trains_as_the_whole_batch_at_once(tiny, corre
 
 def test_parts_outside_an_open_step_are_an_error(tiny):
     learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig())
-    with pytest.raises(RuntimeError, match="call begin\(\) first"):
+    with pytest.raises(RuntimeError, match=r"call begin\(\) first"):
         learner.add([])
-    with pytest.raises(RuntimeError, match="call begin\(\) first"):
+    with pytest.raises(RuntimeError, match=r"call begin\(\) first"):
         learner.finish(Batch([], trainer_version=0))
