@@ -1,11 +1,11 @@
 """Layer 4: the rollout worker, a Ray actor playing many episodes at once and pushing finished groups.
 
 Each worker owns an inference engine (its own hf model, whose concurrent calls it batches, or a vllm
-engine) and an :class:`EnvPool` per domain on the env servers it was given. ``run()`` keeps ``groups_in_flight`` groups going; a group is G
-concurrent episodes of one task and seed. A group's env sessions are reset before it is admitted: at the
-group's first model call the worker loads any newer published weights and asks the buffer to admit the
-group at that version (admission control), so a sample's staleness counts from the call that made it,
-not from an env reset that no weights influence. Every later model call (the next turns of an episode
+engine) and an :class:`EnvPool` per domain on the env servers it was given. ``run()`` keeps
+``groups_in_flight`` groups going; a group is G concurrent episodes of one task and seed. A group's env
+sessions are reset before it is admitted: at the group's first model call the worker loads any newer
+published weights and asks the buffer to admit the group at that version (admission control), so a
+sample's staleness counts from the call that made it, not from an env reset that no weights influence. Every later model call (the next turns of an episode
 in flight, the other episodes of the group) first loads any newer weights too, and each turn records the
 version it was sampled at. A finished group is pushed to the buffer and the worker moves on without
 waiting for the trainer. The version each worker loaded is acknowledged to the weight transport, where
