@@ -53,11 +53,33 @@ async def wait_for_box(env: WebEnvironment, selector: str, timeout_s: float = 10
     return True
 
 
+# True once no displayed image is still loading: an ``<img>`` not complete, or an element drawn from CSS
+# ``content: url(...)`` that is laid out (has client rects) but has no width yet.
+_IMAGES_LOADED_JS = """() => [...document.querySelectorAll('body *')].every((el) => {
+  if (el.tagName === 'IMG') return el.complete || el.getClientRects().length === 0;
+  if (!getComputedStyle(el).content.startsWith('url(')) return true;
+  return el.getClientRects().length === 0 || el.getBoundingClientRect().width > 0; })"""
+
+
+async def wait_for_images(env: WebEnvironment, timeout_s: float = 5.0) -> bool:
+    """Wait until no displayed image on the page is still loading; False when one still is after ``timeout_s``.
+
+    An image that arrives late moves what lies beside it: a point read before it loads can miss after."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        await wait_js(env, _IMAGES_LOADED_JS, None, timeout_s)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
 async def click(env: WebEnvironment, selector: str, clicks: int = 1, wait: bool = True) -> AsyncIterator[ActionModel]:
     """Scroll ``selector`` into view with the wheel if needed, then click its centre."""
     if wait:
         await wait_for(env, selector)
     await wait_for_box(env, selector)  # none after the wait: reported below
+    await wait_for_images(env)  # one that never loads leaves the layout as it is: click where things are now
     width, height = env.screen_size
     for _ in range(8):
         point = await center(env, selector)

@@ -54,6 +54,7 @@ async def _click_el(env, finder: str, arg=None, clicks: int = 1, hover: bool = F
         await ui.wait_js(env, _HAS_BOX_JS, [finder, arg])
     except PlaywrightTimeout:
         pass  # reported below, with the finder named
+    await ui.wait_for_images(env)
     point, tries = await _point_of(env, finder, arg), 0
     while point is not None and not point[2]:  # off screen, or below the fold of a scrolled box
         if tries == 8:
