@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lags", type=int, nargs="+", default=[1, 2, 4, 16])
     parser.add_argument("--step-seconds", type=float, default=2.0)
     parser.add_argument("--step-sigma", type=float, default=0.5)
-    parser.add_argument("--groups-in-flight", type=int, default=8)
+    parser.add_argument("--groups-in-flight", type=int, default=8,
+                        help="per domain; each domain's env pool holds this many groups' sessions (8: 128)")
     parser.add_argument("--lag-study", action="store_true")
     parser.add_argument("--study-lags", type=int, nargs="+", default=[0, 4, 16, 64])
     parser.add_argument("--corrections", nargs="+", default=["unclipped_token_is", "none"])

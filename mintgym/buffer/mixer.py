@@ -1,10 +1,11 @@
 """Layer 5: balanced cross-domain batches with a hard staleness bound.
 
-Each domain has its own FIFO queue of groups. A batch of ``n`` groups gives every domain a quota
+Each domain has its own queue of groups, in arrival order. A batch of ``n`` groups gives every domain a quota
 (equal shares by default, or proportional to ``weights``; remainders go to the largest fractional
 parts, ties in domain order). Taking groups for a batch first drops every queued group older than
 ``max_lag`` versions, then takes up to each domain's quota (or what the batch still lacks of it: a batch
-may be taken in parts, ``take``, and accounted once, ``close``) from its own queue. A domain short of its
+may be taken in parts, ``take``, and accounted once, ``close``) from its own queue, groups on the oldest
+weights first. A domain short of its
 quota leaves the gap empty and it is counted as ``shortfall``: another domain's groups never fill it.
 
     >>> mixer = DomainMixer(["web", "pytool"])
@@ -86,12 +87,16 @@ class DomainMixer:
         return all(len(self.queues[d]) >= q for d, q in self.quotas(n).items())
 
     def take(self, wanted: Mapping[str, int], trainer_version: int) -> list[Group]:
-        """Pop up to ``wanted[d]`` of each domain's oldest groups within ``max_lag`` (stale ones dropped first)."""
+        """Pop up to ``wanted[d]`` of each domain's groups within ``max_lag`` (stale ones dropped first), those
+        sampled on the oldest weights first (the next version may drop them), in arrival order among equals."""
         self.drop_stale(trainer_version)
         groups: list[Group] = []
         for d, k in wanted.items():
-            queue = self.queues[d]
-            groups += [queue.popleft() for _ in range(min(max(k, 0), len(queue)))]
+            queue = list(self.queues[d])
+            order = sorted(range(len(queue)), key=lambda i: (queue[i].policy_version, i))
+            chosen = set(order[:max(k, 0)])
+            groups += [queue[i] for i in sorted(chosen)]
+            self.queues[d] = deque(g for i, g in enumerate(queue) if i not in chosen)
         return groups
 
     def close(self, n: int, taken: Mapping[str, int]) -> dict[str, DomainStats]:

@@ -13,14 +13,18 @@ while a batch is open, so a group taken early is judged at the version it is tra
 Admission only avoids spending work on groups that will surely be dropped. A group is admitted when the
 version it would be consumed at, estimated from the work of its own domain that will actually be consumed
 ahead of it, is within its bound: the batches already built (each took the domain's quota, or left it
-short), the domain's groups taken into the open batch, its queued groups still within the bound, and its groups in flight on weights at least as
-new as its own, the domain's quota to a version (``estimated_version``). Counting per domain matters
-because batches take fixed quotas per domain: a fast domain's groups filling the estimate would deny a slow
-domain's groups the very batch that waits for them. Groups in flight on older
-weights are left out on purpose: they are the stragglers of earlier versions, trained if they arrive in
-time and dropped if not, and counting them (as a first-in-first-out estimate does) keeps rollout slots
-idle exactly when fresh weights could fill them. A group already beyond the bound at the trainer's
-current version is never admitted.
+short), the domain's groups taken into the open batch, its queued groups and its groups in flight that are
+still within the bound, the domain's quota to a version (``estimated_version``). Counting per domain
+matters because batches take fixed quotas per domain: a fast domain's groups filling the estimate would
+deny a slow domain's groups the very batch that waits for them. A group already beyond the bound at the
+trainer's current version is never admitted.
+
+The streamed batch keeps its word to those groups in flight: groups are taken on the oldest weights first,
+and the open batch leaves room for each of the domain's groups in flight whose last chance it is (sampled
+``max_lag`` versions before it), so a fresher group that arrives first waits for the next batch, where it is
+still within its bound, instead of taking their places and leaving them to be dropped. At ``max_lag`` 1 this
+is every group of the version before: the trainer's batch is then the groups started on the weights before
+its own, and each version admits what one batch takes, not extra groups that crowd the cores and are dropped.
 
 Every outcome is counted (``stats()``, and the checkpoint's ``state_dict``): ``admitted`` and ``denied``;
 an admitted group ends ``pushed``, ``lost`` (released by its worker, or its worker restarted with it
@@ -96,15 +100,15 @@ class TrajectoryBuffer:
 
     def estimated_version(self, policy_version: int, domain: str | None = None) -> int:
         """The trainer version a group of ``domain`` sampled at ``policy_version`` and admitted now would be
-        consumed at: the batches built, then the domain's groups in the open batch, its queued groups still
-        within the bound and those in flight on weights at least as new, its quota to a version (see the
-        module docstring). A domain with no quota is never waited for: the trainer's version."""
+        consumed at: the batches built, then the domain's groups in the open batch, its queued and in-flight
+        groups still within the bound, its quota to a version (see the module docstring). A domain with no
+        quota is never waited for: the trainer's version."""
         domain = self._domain(domain)
         quota = self.mixer.quotas(self.groups_per_step)[domain]
         if quota == 0:
             return self.trainer_version
         built = self.mixer.totals[domain].quota // quota
-        return max(self.trainer_version, built + self._ahead(policy_version, domain) // quota)
+        return max(self.trainer_version, built + self._ahead(domain) // quota)
 
     def room(self, policy_version: int) -> dict[str, int | None]:
         """Per domain, how many more groups sampled at ``policy_version`` would be admitted now, one after
@@ -120,16 +124,16 @@ class TrajectoryBuffer:
             else:  # admitted while the groups ahead of it fill fewer than the versions up to its bound
                 built = self.mixer.totals[domain].quota // quota
                 versions = policy_version + self.max_lag - built + 1
-                out[domain] = max(0, versions * quota - self._ahead(policy_version, domain))
+                out[domain] = max(0, versions * quota - self._ahead(domain))
         return out
 
-    def _ahead(self, policy_version: int, domain: str) -> int:
-        """The groups of ``domain`` a new one sampled at ``policy_version`` would be consumed after: those in
-        the open batch, those queued within the bound, those in flight on weights at least as new."""
+    def _ahead(self, domain: str) -> int:
+        """The groups of ``domain`` a new group would be consumed after: those in the open batch, those queued
+        or in flight within the bound (whatever their weights: older ones go first, see ``take``)."""
         queued = sum(1 for g in self.mixer.queues[domain]
                      if self.max_lag is None or g.lag(self.trainer_version) <= self.max_lag)
         in_flight = sum(1 for _, version, d in self._reservations.values()
-                        if d == domain and version >= policy_version)
+                        if d == domain and (self.max_lag is None or self.trainer_version - version <= self.max_lag))
         opened = self._open[2][domain] if self._open is not None else 0
         return opened + queued + in_flight
 
@@ -235,9 +239,8 @@ class TrajectoryBuffer:
                              f"{trainer_version}: close_batch it first")
         deadline = None if wait is None else time.monotonic() + wait
         while True:
-            wanted = self._lacking()
-            groups = self._consume(wanted, trainer_version)
-            if groups or not any(wanted.values()):
+            groups = self._consume(self._takeable(trainer_version), trainer_version)
+            if groups or not any(self._lacking().values()):
                 break
             if not await self._wait_change(None if deadline is None else deadline - time.monotonic()):
                 break
@@ -258,6 +261,24 @@ class TrajectoryBuffer:
         stats = self.mixer.close(n_groups, taken)
         self._count_drops()
         return stats
+
+    def _takeable(self, trainer_version: int) -> dict[str, int]:
+        """Per domain, how many queued groups the open batch takes now: what it lacks, less the room it keeps
+        for the domain's groups in flight whose last chance it is (sampled ``max_lag`` versions before it:
+        the next version drops them). Queued groups at their last chance are taken first and always; a
+        fresher one only into room no such group in flight will fill, or it would take that group's place
+        and leave it to be dropped, and the next batch one group short."""
+        lacking = self._lacking()
+        if self.max_lag is None:
+            return lacking
+        out = {}
+        for domain, lacks in lacking.items():
+            last_queued = sum(1 for g in self.mixer.queues[domain] if g.lag(trainer_version) == self.max_lag)
+            last_in_flight = sum(1 for _, version, d in self._reservations.values()
+                                 if d == domain and trainer_version - version == self.max_lag)
+            first = min(lacks, last_queued)
+            out[domain] = first + max(0, lacks - first - last_in_flight)
+        return out
 
     def _lacking(self) -> dict[str, int]:
         assert self._open is not None

@@ -1,13 +1,14 @@
 """Layer 4: the rollout worker, a Ray actor playing many episodes at once and pushing finished groups.
 
 Each worker owns an inference engine (its own hf model, whose concurrent calls it batches, or a vllm
-engine) and an :class:`EnvPool` per domain on the env servers it was given. ``run()`` keeps
-``groups_in_flight`` groups going; a group is G concurrent episodes of one task and seed. A group's env
-sessions are reset before it is admitted: at the group's first model call the worker loads any newer
-published weights and asks the buffer to admit the group at that version (admission control), so a
-sample's staleness counts from the call that made it, not from an env reset that no weights influence. Every later model call (the next turns of an episode
-in flight, the other episodes of the group) first loads any newer weights too, and each turn records the
-version it was sampled at. A finished group is pushed to the buffer and the worker moves on without
+engine) and an :class:`EnvPool` per domain on the env servers it was given, each holding the sessions of
+``groups_in_flight`` groups. ``run()`` keeps up to ``groups_in_flight`` groups going in each domain; a group
+is G concurrent episodes of one task and seed. A group's env sessions are reset before it is admitted: at
+the group's first model call the worker loads any newer published weights and asks the buffer to admit the
+group at that version (admission control), so a sample's staleness counts from the call that made it, not
+from an env reset that no weights influence. Every later model call (the next turns of an episode in flight,
+the other episodes of the group) first loads any newer weights too, and each turn records the version it
+was sampled at. A finished group is pushed to the buffer and the worker moves on without
 waiting for the trainer. The version each worker loaded is acknowledged to the weight transport, where
 the trainer reads it.
 
@@ -269,6 +270,8 @@ class RolloutWorker:
         self._tasks_of = {d: itertools.cycle([t for t in spec.tasks if t[2] == d]) for d in self._domain_turns}
         #: Groups whose domain is chosen and whose admission is not settled yet, per domain.
         self._choosing: dict[str, int] = {}
+        #: Groups going (domain chosen, not ended yet) per domain: at most ``groups_in_flight`` each.
+        self._going: dict[str, int] = dict.fromkeys(self._domain_turns, 0)
         self._weights_lock: asyncio.Lock | None = None
         self._stop = False
         self._ready = False
@@ -356,7 +359,7 @@ class RolloutWorker:
                     budget[0] -= 1
                 await self._one_group()
 
-        await asyncio.gather(*(slot() for _ in range(self.spec.groups_in_flight)))
+        await asyncio.gather(*(slot() for _ in range(self.spec.groups_in_flight * len(self._going))))
         return self.status()
 
     def stop(self) -> None:
@@ -381,13 +384,13 @@ class RolloutWorker:
         await self._setup()
         await self.refresh_weights()
         tasks = list({task_id: (task_id, seeds, domain) for task_id, seeds, domain in self.spec.tasks}.values())
-        slots = asyncio.Semaphore(self.spec.groups_in_flight)
+        slots = {domain: asyncio.Semaphore(self.spec.groups_in_flight) for domain in self._going}
 
         async def group(task_id: str, seeds: list[int] | None, domain: str, k: int) -> dict[str, Any]:
             seeds = self.spec.eval_seeds.get(task_id) or seeds
             seed = seeds[k % len(seeds)] if seeds else self._rng.randrange(2**31)
             group_id = f"eval-{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
-            async with slots:
+            async with slots[domain]:
                 size = 1 if spec.temperature == 0 else spec.group_size  # greedy: every sample would be alike
                 samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i, spec)
                                                  for i in range(size)), return_exceptions=True)
@@ -421,21 +424,28 @@ class RolloutWorker:
         turns = self._domain_turns
         if not turns:
             raise RuntimeError("this rollout worker was given no tasks to play")
-        pick = self._next_turn
+        rooms = []
         if len(set(turns)) > 1:
             version = await self.refresh_weights()
-            for room in await asyncio.gather(self.buffer.room.remote(version), self.buffer.room.remote(version + 1)):
-                free = {i: self._free(room, turns[i]) for i in self._turns_from_next()}
-                best = max(free.values())
-                if best > 0:
-                    pick = next(i for i, f in free.items() if f == best)
-                    break
+            rooms = await asyncio.gather(self.buffer.room.remote(version), self.buffer.room.remote(version + 1))
+        open_turns = self._open_turns()  # after the wait: other slots may have chosen meanwhile
+        pick = open_turns[0]
+        for room in rooms:
+            free = {i: self._free(room, turns[i]) for i in open_turns}
+            best = max(free.values())
+            if best > 0:
+                pick = next(i for i, f in free.items() if f == best)
+                break
         self._next_turn = (pick + 1) % len(turns)
+        self._going[turns[pick]] += 1
         return next(self._tasks_of[turns[pick]])
 
-    def _turns_from_next(self) -> list[int]:
+    def _open_turns(self) -> list[int]:
+        """The turns, from the next one on, whose domain has fewer than ``groups_in_flight`` groups going (its
+        env pool holds that many groups' sessions); the slots are as many as all domains hold, so one has room."""
         n = len(self._domain_turns)
-        return [(self._next_turn + k) % n for k in range(n)]
+        return [i for i in ((self._next_turn + k) % n for k in range(n))
+                if self._going[self._domain_turns[i]] < self.spec.groups_in_flight]
 
     def _free(self, room: dict[str, int | None], domain: str) -> float:
         free = room.get(domain)
@@ -454,6 +464,7 @@ class RolloutWorker:
                                              for i in range(self.spec.group_size)), return_exceptions=True)
         finally:
             self.in_flight -= self.spec.group_size
+            self._going[domain] -= 1
             admission.count_out()
         reservation = await admission.settled()
         good = [s for s in samples if isinstance(s, Sample)]

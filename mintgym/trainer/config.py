@@ -122,8 +122,9 @@ class TaskConfig(_Part):
 
 class RolloutConfig(_Part):
     workers: int = Field(1, ge=1, description="Ray rollout worker actors.")
-    groups_in_flight: int = Field(2, ge=1, description="Groups each worker plays at once (each group runs its G "
-                                  "episodes concurrently).")
+    groups_in_flight: int = Field(2, ge=1, description="Groups each worker plays at once in each domain (each "
+                                  "group runs its G episodes concurrently; the worker's env pool per domain "
+                                  "holds groups_in_flight x G sessions).")
     group_size: int = Field(8, ge=2, description="Samples per group (G): same task and seed; at least 2, "
                             "advantages are relative to the group.")
     temperature: float = Field(1.0, ge=0, description="Sampling temperature.")

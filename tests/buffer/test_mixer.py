@@ -64,3 +64,13 @@ def test_stale_groups_dropped_and_counted_per_domain():
     assert all(g.lag(4) <= 2 for g in batch.groups)
     assert batch.lag_histogram() == {2: 4, 1: 4}
     assert mixer.totals["a"].dropped_stale == 2
+
+
+def test_take_hands_over_the_oldest_weights_first():
+    """Within a domain the groups the next version may drop go first, in arrival order among equals."""
+    mixer = DomainMixer(["a"], max_lag=2)
+    for v in (2, 1, 2, 1, 0):
+        mixer.add(group("a", v))
+    taken = mixer.take({"a": 3}, trainer_version=2)
+    assert [g.policy_version for g in taken] == [1, 1, 0]  # chosen by version, handed over in arrival order
+    assert [g.policy_version for g in mixer.queues["a"]] == [2, 2]

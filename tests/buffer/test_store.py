@@ -95,20 +95,45 @@ async def test_no_group_is_consumed_beyond_max_lag_and_every_group_is_counted(ma
         assert buf.stats()["counts"]["dropped_stale"] > 0  # stragglers were played, then dropped at consumption
 
 
-async def test_stragglers_on_older_weights_do_not_hold_back_fresh_groups():
+async def test_groups_at_their_last_chance_fill_the_open_batch_and_fresh_ones_the_next():
+    """At lag 1 the version-0 groups still in flight when version 1 trains are that batch's (the next drops
+    them): admission counts them ahead of fresh groups, which go to version 2. Leaving them out admitted
+    fresh groups for their places that then arrived after them and were dropped: work played for nothing
+    on a box whose cores were full."""
     buf = TrajectoryBuffer(["a"], groups_per_step=2, max_lag=1, admission_hold=0)
-    stragglers = [await buf.admit(0, 0) for _ in range(4)]  # version 0, still in flight when version 1 trains
+    stragglers = [await buf.admit(0, 0) for _ in range(4)]
     assert None not in stragglers
     for _ in range(2):
         buf.push(group("a", 0, stragglers.pop()))
     await buf.get_batch(2, trainer_version=0)
     buf.set_trainer_version(1)
-    # two version-0 groups still in flight: a first-in-first-out estimate would put a version-1 group at
-    # version (2 consumed + 2 in flight + 2 fresh) // 2 = 3 after two admissions; they only go if in time
-    fresh = [await buf.admit(0, 1) for _ in range(5)]
-    assert None not in fresh[:4] and fresh[4] is None  # versions 1 and 2 hold four fresh groups
-    assert buf.counts["denied"] == 1
+    fresh = [await buf.admit(0, 1) for _ in range(3)]
+    assert None not in fresh[:2] and fresh[2] is None  # batch 1 is the stragglers', batch 2 the fresh ones'
     assert buf.estimated_version(1) == 3
+    buf.release(stragglers.pop())  # one straggler given up: a fresh group may take its place
+    assert await buf.admit(0, 1) is not None
+    buf.set_trainer_version(2)  # the other straggler is past its bound now: no longer counted
+    assert buf.room(2)["a"] == 3 * 2 - 3  # versions 1-3 (batch 1 not built yet) less the three fresh groups
+
+
+async def test_the_open_batch_keeps_room_for_groups_in_flight_at_their_last_chance():
+    """A fresher group that arrives first does not take the place of a group the next version would drop:
+    it waits for the next batch, where it is still within the bound; a group at its last chance goes first."""
+    buf = TrajectoryBuffer(["a"], groups_per_step=2, max_lag=1, admission_hold=0)
+    old = [await buf.admit(0, 0) for _ in range(2)]
+    buf.set_trainer_version(1)
+    fresh = [await buf.admit(0, 1) for _ in range(2)]
+    buf.push(group("a", 1, fresh[0]))
+    assert await buf.take(2, 1, wait=0) == ([], 2)  # both places kept for the version-0 groups in flight
+    buf.push(group("a", 1, fresh[1]))
+    buf.push(group("a", 0, old[0]))
+    taken, lacking = await buf.take(2, 1, wait=0)
+    assert [g.policy_version for g in taken] == [0] and lacking == 1
+    buf.release(old[1])  # the other is given up: its place goes to the oldest fresh group
+    taken, lacking = await buf.take(2, 1, wait=0)
+    assert [g.reservation for g in taken] == [fresh[0]] and lacking == 0
+    buf.close_batch(2, 1)
+    assert buf.counts["dropped_stale"] == 0 and len(buf.mixer) == 1
 
 
 async def test_admission_counts_each_domain_against_its_own_quota():

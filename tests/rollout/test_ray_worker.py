@@ -250,3 +250,40 @@ async def test_a_worker_starts_its_next_group_in_a_domain_with_room(setup, tmp_p
     finally:
         await worker.close()
         ray.kill(buffer)
+
+
+async def test_a_worker_plays_groups_in_flight_groups_in_each_domain_at_once(setup, tmp_path):
+    """Each domain's env pool holds ``groups_in_flight`` groups' sessions, so each domain plays that many at
+    once: one slot in all left one of the two pools idle while the other domain's group played (and at lag 1
+    the groups a batch needed started late, behind slots the other domain held)."""
+    import asyncio
+
+    path, url = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["a", "b"], groups_per_step=2, max_lag=None)
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "a"), ("null/echo", [4], "b")],
+                      env_urls={"a": [url], "b": [url]}, agent_options={"choices": {"a": ["ok"], "b": ["ok"]}},
+                      group_size=2, groups_in_flight=1, simulated_step_seconds=(0.5, 0.0))
+    worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+    playing: dict[str, set[str]] = {"a": set(), "b": set()}
+    most: dict[str, int] = {"a": 0, "b": 0}
+    both_at_once = []
+    episode = worker._episode
+
+    async def watched(domain, task_id, seed, group_id, index, *args, **kwargs):
+        playing[domain].add(group_id)
+        most[domain] = max(most[domain], len(playing[domain]))
+        both_at_once.append(all(playing.values()))
+        try:
+            return await episode(domain, task_id, seed, group_id, index, *args, **kwargs)
+        finally:
+            playing[domain].discard(group_id)
+
+    worker._episode = watched
+    try:
+        status = await asyncio.wait_for(worker.run(max_groups=4), 120)
+        assert status["groups"] == 4
+        assert most == {"a": 1, "b": 1} and any(both_at_once)
+        assert (await buffer.stats.remote())["queued"] == {"a": 2, "b": 2}
+    finally:
+        await worker.close()
+        ray.kill(buffer)
