@@ -132,10 +132,14 @@ class TrajectoryBuffer:
         or in flight within the bound (whatever their weights: older ones go first, see ``take``)."""
         queued = sum(1 for g in self.mixer.queues[domain]
                      if self.max_lag is None or g.lag(self.trainer_version) <= self.max_lag)
-        in_flight = sum(1 for _, version, d in self._reservations.values()
-                        if d == domain and (self.max_lag is None or self.trainer_version - version <= self.max_lag))
+        in_flight = sum(1 for lag in self._lags_in_flight(domain, self.trainer_version)
+                        if self.max_lag is None or lag <= self.max_lag)
         opened = self._open[2][domain] if self._open is not None else 0
         return opened + queued + in_flight
+
+    def _lags_in_flight(self, domain: str, trainer_version: int) -> list[int]:
+        """The lag at ``trainer_version`` of each of ``domain``'s admitted groups not pushed yet."""
+        return [trainer_version - version for _, version, d in self._reservations.values() if d == domain]
 
     def _domain(self, domain: str | None) -> str:
         if domain is None:
@@ -274,8 +278,7 @@ class TrajectoryBuffer:
         out = {}
         for domain, lacks in lacking.items():
             last_queued = sum(1 for g in self.mixer.queues[domain] if g.lag(trainer_version) == self.max_lag)
-            last_in_flight = sum(1 for _, version, d in self._reservations.values()
-                                 if d == domain and trainer_version - version == self.max_lag)
+            last_in_flight = self._lags_in_flight(domain, trainer_version).count(self.max_lag)
             first = min(lacks, last_queued)
             out[domain] = first + max(0, lacks - first - last_in_flight)
         return out

@@ -261,7 +261,6 @@ class RolloutWorker:
         self.pools: dict[str, Any] = {}
         self.clients: list[Any] = []
         self.version: int = -1
-        self.in_flight = 0
         self.stats = {"groups": 0, "episodes": 0, "errors": 0, "denied": 0, "weight_loads": 0}
         self._rng = random.Random(spec.seed * 7919 + spec.worker_id)
         #: The tasks' domains in turn (a domain once per task) and each domain's own tasks in turn.
@@ -362,6 +361,11 @@ class RolloutWorker:
         await asyncio.gather(*(slot() for _ in range(self.spec.groups_in_flight * len(self._going))))
         return self.status()
 
+    @property
+    def in_flight(self) -> int:
+        """Episodes of the groups going."""
+        return self.spec.group_size * sum(self._going.values())
+
     def stop(self) -> None:
         self._stop = True
 
@@ -456,14 +460,12 @@ class RolloutWorker:
         seed = self._rng.choice(seeds) if seeds else self._rng.randrange(2**31)
         group_id = f"{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
         admission = _GroupAdmission(self, domain)
-        self.in_flight += self.spec.group_size
         self._choosing[domain] = self._choosing.get(domain, 0) + 1
         try:
             samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i,
                                                            before_call=admission.before_call)
                                              for i in range(self.spec.group_size)), return_exceptions=True)
         finally:
-            self.in_flight -= self.spec.group_size
             self._going[domain] -= 1
             admission.count_out()
         reservation = await admission.settled()
