@@ -1,8 +1,9 @@
 """Layer 3: EnvPool -- N env sessions kept warm on one server, with resets done in the background.
 
 ``prepare(task_id, seed)`` resets an idle session ahead of time; ``checkout(task_id, seed)`` hands out a
-session already reset for that episode (or resets one now); ``checkin`` returns it. A session whose
-environment failed is closed and replaced by a new one, so the pool keeps its size.
+session already reset for that episode (or resets one now), the most recently returned idle one first (the
+warm ones); ``checkin`` returns it. A session whose environment failed is closed and replaced by a new one,
+so the pool keeps its size.
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ class EnvPool:
         self.env_options = env_options or {}
         #: A step cap for every episode of the pool (below each task's own limit; reaching it truncates).
         self.max_steps = max_steps
-        self._idle: asyncio.Queue[AsyncSession] = asyncio.Queue()
+        #: Idle sessions, the most recently returned handed out first: a pool reuses the few sessions its
+        #: concurrency needs, warm (their pages, caches and compiled scripts loaded), and leaves the rest
+        #: untouched, instead of cycling through every session and paying each one's cold first episode.
+        self._idle: asyncio.LifoQueue[AsyncSession] = asyncio.LifoQueue()
         self._prepared: dict[tuple, list[asyncio.Task]] = {}
         self.replaced = 0
 
