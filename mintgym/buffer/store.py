@@ -130,12 +130,14 @@ class TrajectoryBuffer:
     def _ahead(self, domain: str) -> int:
         """The groups of ``domain`` a new group would be consumed after: those in the open batch, those queued
         or in flight within the bound (whatever their weights: older ones go first, see ``take``)."""
-        queued = sum(1 for g in self.mixer.queues[domain]
-                     if self.max_lag is None or g.lag(self.trainer_version) <= self.max_lag)
-        in_flight = sum(1 for lag in self._lags_in_flight(domain, self.trainer_version)
-                        if self.max_lag is None or lag <= self.max_lag)
+        lags = self._lags_queued(domain, self.trainer_version) + self._lags_in_flight(domain, self.trainer_version)
+        within = sum(1 for lag in lags if self.max_lag is None or lag <= self.max_lag)
         opened = self._open[2][domain] if self._open is not None else 0
-        return opened + queued + in_flight
+        return opened + within
+
+    def _lags_queued(self, domain: str, trainer_version: int) -> list[int]:
+        """The lag at ``trainer_version`` of each of ``domain``'s queued groups."""
+        return [g.lag(trainer_version) for g in self.mixer.queues[domain]]
 
     def _lags_in_flight(self, domain: str, trainer_version: int) -> list[int]:
         """The lag at ``trainer_version`` of each of ``domain``'s admitted groups not pushed yet."""
@@ -277,7 +279,7 @@ class TrajectoryBuffer:
             return lacking
         out = {}
         for domain, lacks in lacking.items():
-            last_queued = sum(1 for g in self.mixer.queues[domain] if g.lag(trainer_version) == self.max_lag)
+            last_queued = self._lags_queued(domain, trainer_version).count(self.max_lag)
             last_in_flight = self._lags_in_flight(domain, trainer_version).count(self.max_lag)
             first = min(lacks, last_queued)
             out[domain] = first + max(0, lacks - first - last_in_flight)
