@@ -86,12 +86,18 @@ def mask_logits(logits: torch.Tensor, suppressed: torch.Tensor | None) -> torch.
     return logits
 
 
-def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float,
-                    suppressed: torch.Tensor | None) -> torch.Tensor:
+def _token_scores(logits: torch.Tensor, targets: torch.Tensor, temperature: float,
+                  suppressed: torch.Tensor | None, entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Each target's logprob and, if ``entropy``, the distribution's entropy (suppressed ids have p = 0)."""
     logits = mask_logits(logits, suppressed)
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature
-    return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    logp = torch.log_softmax(logits, dim=-1)
+    chosen = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    if not entropy:
+        return chosen, None
+    finite = torch.isfinite(logp)
+    return chosen, -(logp.exp() * torch.where(finite, logp, torch.zeros_like(logp))).sum(-1)
 
 
 def sequence_logprobs(
@@ -109,6 +115,24 @@ def sequence_logprobs(
     Returns:
         One float32 tensor of shape (response_length,) per sequence, in order.
     """
+    return [lp for lp, _ in _scores(model, batch, temperature, layout, entropy=False)]
+
+
+def sequence_logprobs_and_entropy(
+    model: Any,
+    batch: Sequence[SequenceInput],
+    *,
+    temperature: float | Sequence[float] = 1.0,
+    layout: Layout = "per_sequence",
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """As :func:`sequence_logprobs`, with the entropy (nats) of the whole next-token distribution at each
+    response position beside each token's logprob (the trainer's entropy bonus); two (response_length,)
+    float32 tensors per sequence."""
+    return _scores(model, batch, temperature, layout, entropy=True)
+
+
+def _scores(model: Any, batch: Sequence[SequenceInput], temperature: float | Sequence[float], layout: Layout,
+            entropy: bool) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
     if not batch:
         return []
     temps = [float(temperature)] * len(batch) if isinstance(temperature, (int, float)) else list(temperature)
@@ -117,24 +141,24 @@ def sequence_logprobs(
     device = next(model.parameters()).device
     suppressed = torch.tensor(suppressed_token_ids(model), dtype=torch.long, device=device)
     if layout == "per_sequence":
-        return [_one(model, seq, t, device, suppressed) for seq, t in zip(batch, temps)]
+        return [_one(model, seq, t, device, suppressed, entropy) for seq, t in zip(batch, temps)]
     if layout == "right_padded":
-        return _right_padded(model, batch, temps, device, suppressed)
+        return _right_padded(model, batch, temps, device, suppressed, entropy)
     raise ValueError(f"layout must be 'per_sequence' or 'right_padded', got {layout!r}")
 
 
 def _one(model: Any, seq: SequenceInput, temperature: float, device: torch.device,
-         suppressed: torch.Tensor) -> torch.Tensor:
+         suppressed: torch.Tensor, entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     ids = torch.tensor([seq.token_ids], dtype=torch.long, device=device)
     extra = {k: v.to(device) for k, v in _images([seq]).items()}
     out = model(input_ids=ids, attention_mask=torch.ones_like(ids), mm_token_type_ids=_mm_token_types(model, ids),
                 use_cache=False, **extra)
     start = seq.prompt_length
-    return _token_logprobs(out.logits[0, start - 1:-1], ids[0, start:], temperature, suppressed)
+    return _token_scores(out.logits[0, start - 1:-1], ids[0, start:], temperature, suppressed, entropy)
 
 
 def _right_padded(model: Any, batch: Sequence[SequenceInput], temps: list[float], device: torch.device,
-                  suppressed: torch.Tensor) -> list[torch.Tensor]:
+                  suppressed: torch.Tensor, entropy: bool) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
     pad = getattr(model.config, "pad_token_id", None) or getattr(model.config.get_text_config(), "pad_token_id", 0) or 0
     length = max(len(s.token_ids) for s in batch)
     ids = torch.full((len(batch), length), pad, dtype=torch.long, device=device)
@@ -148,5 +172,5 @@ def _right_padded(model: Any, batch: Sequence[SequenceInput], temps: list[float]
     result = []
     for row, (seq, t) in enumerate(zip(batch, temps)):
         start, end = seq.prompt_length, len(seq.token_ids)
-        result.append(_token_logprobs(out.logits[row, start - 1:end - 1], ids[row, start:end], t, suppressed))
+        result.append(_token_scores(out.logits[row, start - 1:end - 1], ids[row, start:end], t, suppressed, entropy))
     return result

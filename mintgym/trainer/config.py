@@ -160,6 +160,11 @@ class TrainConfig(_Part):
     advantage: Literal["grpo", "rloo"] = Field("grpo", description="Advantage estimator: ``grpo`` "
                                                "(group-normalized) or ``rloo`` (leave-one-out).")
     scale_advantages: bool = Field(True, description="Divide GRPO advantages by the group's reward std.")
+    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus: the loss subtracts this times the entropy "
+                                "of the policy's next-token distribution at each response token, so a policy does "
+                                "not settle on one answer before its rewards show which (0: none). A step whose "
+                                "advantages are all 0 is still skipped (``skip_no_signal``): the bonus alone, "
+                                "scaled up by Adam, would move a converged policy.")
     is_cap: float = Field(2.0, gt=0, description="The truncation cap C of ``truncated_is``.")
     clip_eps: float = Field(0.2, gt=0, description="The clip range of ``ppo_clip``.")
     lr: float = Field(1e-5, gt=0, description="Adam learning rate.")

@@ -20,7 +20,7 @@ import torch
 from mintgym.buffer.advantages import compute_advantages
 from mintgym.buffer.types import Batch, Group, Turn
 from mintgym.inference.images import load_image
-from mintgym.inference.logprobs import SequenceInput, sequence_logprobs
+from mintgym.inference.logprobs import SequenceInput, sequence_logprobs, sequence_logprobs_and_entropy
 from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.loss import LossInputs, pad_right, policy_loss
 from mintgym.trainer.mismatch import mismatch_metrics
@@ -57,6 +57,8 @@ class _Accumulation:
     ratio_means: list[float] = field(default_factory=list)
     ratio_max: list[float] = field(default_factory=list)
     changed: list[float] = field(default_factory=list)
+    #: Token sum of the policy's entropy (only computed for an entropy bonus).
+    entropy_sum: float = 0.0
     trainer_lp: list[torch.Tensor] = field(default_factory=list)
     sampler_lp: list[torch.Tensor] = field(default_factory=list)
     keys: list[dict[str, Any]] = field(default_factory=list)
@@ -179,18 +181,27 @@ class Learner:
             chunk = rows[start:start + cfg.micro_batch]
             seqs = [self.sequence_input(turn, f"sequence {first + start + i}")
                     for i, (turn, *_rest) in enumerate(chunk)]
-            backward = not cfg.skip_no_signal or any(r[1] != 0.0 for r in chunk)
+            signal = any(r[1] != 0.0 for r in chunk)
+            backward = not cfg.skip_no_signal or signal or cfg.entropy_coef > 0  # the bonus has a gradient
+            temperatures = [r[0].temperature for r in chunk]
             with torch.set_grad_enabled(backward):
-                lps = sequence_logprobs(self.model, seqs, temperature=[r[0].temperature for r in chunk])
-            lp, mask = pad_right(lps)
+                if cfg.entropy_coef > 0:
+                    lps, entropies = zip(*sequence_logprobs_and_entropy(self.model, seqs, temperature=temperatures))
+                    entropy = pad_right(list(entropies))[0]
+                else:
+                    lps, entropy = sequence_logprobs(self.model, seqs, temperature=temperatures), None
+            lp, mask = pad_right(list(lps))
             old, _ = pad_right([torch.tensor(r[0].logprobs, dtype=torch.float32, device=lp.device) for r in chunk])
             adv = torch.tensor([r[1] for r in chunk], dtype=torch.float32, device=lp.device)
-            out = policy_loss(LossInputs(lp, old, adv, mask), cfg.correction, is_cap=cfg.is_cap,
-                              clip_eps=cfg.clip_eps, normalizer=1.0)  # a token sum: divided in finish()
+            out = policy_loss(LossInputs(lp, old, adv, mask, entropy), cfg.correction, is_cap=cfg.is_cap,
+                              clip_eps=cfg.clip_eps, normalizer=1.0,  # a token sum: divided in finish()
+                              entropy_coef=cfg.entropy_coef)
             if backward:
                 out.loss.backward()
                 acc.backward = True
-            acc.signal = acc.signal or any(r[1] != 0.0 for r in chunk)
+            acc.signal = acc.signal or signal
+            if "entropy_mean" in out.metrics:
+                acc.entropy_sum += out.metrics["entropy_mean"] * float(mask.sum())
             acc.loss_sum += out.loss.item()
             acc.ratio_means.append(out.metrics["ratio_mean"] * float(mask.sum()))
             acc.ratio_max.append(out.metrics["ratio_max"])
@@ -238,6 +249,8 @@ class Learner:
                         "tokens": float(total_tokens), "sequences": float(len(rows)),
                         "is/ratio_mean": sum(acc.ratio_means) / total_tokens, "is/ratio_max": max(acc.ratio_max),
                         "is/changed_fraction": sum(acc.changed) / total_tokens})
+        if cfg.entropy_coef > 0:
+            metrics["entropy"] = acc.entropy_sum / max(total_tokens, 1)
         metrics.update(mismatch_metrics(acc.trainer_lp, acc.sampler_lp, acc.keys))
         metrics["mismatch/sequences"] = float(len(acc.trainer_lp))
         return metrics

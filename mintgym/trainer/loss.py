@@ -11,7 +11,9 @@ policy that sampled the tokens. Corrections:
 - ``truncated_is``: ``-sg(min(ratio, C)) * A * logprobs`` (truncated importance sampling, cap ``C``).
 - ``ppo_clip``: ``-min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)`` with the sampler as the old policy.
 
-``sg`` is stop-gradient. The loss is the masked token mean over the whole batch.
+``sg`` is stop-gradient. With ``entropy_coef`` > 0 every token also subtracts ``entropy_coef * H``, the
+entropy of the policy's whole next-token distribution there (an entropy bonus: it keeps a policy from
+settling on one answer before its rewards say which). The loss is the masked token mean over the whole batch.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class LossInputs:
     advantages: torch.Tensor
     #: 1.0 where a token counts, 0.0 on padding.
     mask: torch.Tensor
+    #: The entropy of the trainer's next-token distribution at each token (with grad); needed for a bonus.
+    entropy: torch.Tensor | None = None
 
 
 @dataclass
@@ -46,8 +50,9 @@ class LossOutput:
 
 
 def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is", *, is_cap: float = 2.0,
-                clip_eps: float = 0.2, normalizer: float | None = None) -> LossOutput:
-    """The batch loss for ``correction``; ``normalizer`` overrides the token count it is divided by."""
+                clip_eps: float = 0.2, normalizer: float | None = None, entropy_coef: float = 0.0) -> LossOutput:
+    """The batch loss for ``correction`` (plus the entropy bonus); ``normalizer`` overrides the token count it
+    is divided by."""
     lp, old, mask = inputs.logprobs, inputs.sampler_logprobs.to(inputs.logprobs), inputs.mask.to(inputs.logprobs)
     if lp.shape != old.shape or lp.shape != mask.shape:
         raise ValueError(f"logprobs {tuple(lp.shape)}, sampler_logprobs {tuple(old.shape)} and mask "
@@ -78,6 +83,13 @@ def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is
         changed = ((ratio * adv) > (clipped * adv)).to(lp)
     else:
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
+    if entropy_coef < 0:
+        raise ValueError(f"entropy_coef must be >= 0, got {entropy_coef}")
+    if entropy_coef > 0:
+        if inputs.entropy is None or inputs.entropy.shape != lp.shape:
+            got = None if inputs.entropy is None else tuple(inputs.entropy.shape)
+            raise ValueError(f"an entropy bonus needs the entropy of every token, shape {tuple(lp.shape)}; got {got}")
+        per_token = per_token - entropy_coef * inputs.entropy.to(lp)
     count = mask.sum() if normalizer is None else torch.tensor(float(normalizer))
     loss = (per_token * mask).sum() / count.clamp(min=1.0)
     with torch.no_grad():
@@ -87,6 +99,8 @@ def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is
             "ratio_max": float((ratio * mask + (1 - mask) * -1e9).max()) if mask.any() else 1.0,
             "changed_fraction": float((changed * mask).sum() / n),
         }
+        if inputs.entropy is not None:
+            metrics["entropy_mean"] = float((inputs.entropy.to(lp) * mask).sum() / n)
     return LossOutput(loss, metrics)
 
 

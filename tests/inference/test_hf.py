@@ -10,7 +10,13 @@ import torch
 
 from mintgym.inference import GenerationRequest, SamplingParams, make_engine
 from mintgym.inference.images import ImageTooLarge
-from mintgym.inference.logprobs import sequence_logprobs
+from mintgym.inference.logprobs import (
+    _mm_token_types,
+    mask_logits,
+    sequence_logprobs,
+    sequence_logprobs_and_entropy,
+    suppressed_token_ids,
+)
 
 
 def test_single_generation_has_consistent_fields(hf_engine, make_request):
@@ -82,6 +88,33 @@ def test_right_padded_layout_is_exact_for_the_same_grouping(tiny_model_path, hf_
     assert [lp.tolist() for lp in padded] == [g.response_logprobs for g in gens]
     for a, b in zip(padded, alone):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_the_entropy_is_that_of_the_whole_next_token_distribution(hf_engine, make_request):
+    """The trainer's entropy bonus reads, beside each response token's logprob, the entropy of the model's
+    distribution at that position (at the sampling temperature, vision placeholders at p = 0), computed here
+    again from the model's raw logits; its logprobs are sequence_logprobs' own."""
+    requests = [make_request(0, seed=1, max_new_tokens=5, temperature=0.7), make_request(1, seed=2, max_new_tokens=3)]
+    gens = hf_engine.generate(requests)
+    seqs = [hf_engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens)]
+    temps = [r.sampling.temperature for r in requests]
+    scored = sequence_logprobs_and_entropy(hf_engine.model, seqs, temperature=temps)
+    assert scored[0][1].requires_grad
+    suppressed = torch.tensor(suppressed_token_ids(hf_engine.model))
+    for (lp, entropy), seq, t, g in zip(scored, seqs, temps, gens):
+        assert lp.detach().tolist() == g.response_logprobs
+        ids = torch.tensor([seq.token_ids])
+        with torch.no_grad():
+            extra = {"pixel_values": seq.pixel_values, "image_grid_thw": seq.image_grid_thw} \
+                if seq.pixel_values is not None else {}
+            logits = hf_engine.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False,
+                                     mm_token_type_ids=_mm_token_types(hf_engine.model, ids),
+                                     **extra).logits[0, seq.prompt_length - 1:-1]
+        probs = torch.softmax(mask_logits(logits, suppressed) / t, dim=-1).double()
+        manual = -(probs * torch.log(probs.clamp(min=1e-300))).sum(-1)
+        assert entropy.shape == lp.shape
+        torch.testing.assert_close(entropy.detach().double(), manual, atol=1e-4, rtol=1e-4)
+        assert bool(((entropy > 0) & (entropy < math.log(probs.shape[-1]))).all())
 
 
 def test_sampler_logprobs_are_close_to_the_recompute(tiny_model_path, make_request):

@@ -70,6 +70,47 @@ def test_a_step_whose_groups_all_tie_moves_no_weight_unless_told_to(tiny, skip):
         assert tied["optimizer/skipped_no_signal"] == 0.0 and len(moved) > 10  # momentum alone moved them
 
 
+@pytest.mark.parametrize("skip", [True, False])
+def test_an_entropy_bonus_moves_the_policy_towards_a_flatter_one_only_on_a_step_with_signal(tiny, skip):
+    """Steps whose groups all tie: with ``skip_no_signal`` they stay skipped under an entropy bonus (the bonus
+    alone, which Adam scales to full-size steps, flipped a converged quickstart policy onto a wrong answer);
+    without it the bonus's own gradient trains them and the policy's entropy rises step after step."""
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    learner = Learner(load_model(tiny), load_processor(tiny),
+                      TrainConfig(lr=1e-4, micro_batch=8, entropy_coef=0.5, skip_no_signal=skip))
+    batch = _batch(engine, [1.0, 1.0, 1.0, 1.0], 0)
+    before = _weights(learner)
+    entropies = []
+    for version in range(3):
+        batch.trainer_version = version
+        for group in batch.groups:
+            for sample in group.samples:
+                sample.turns[0].policy_version = version
+        metrics = learner.step(batch)
+        assert metrics["optimizer/skipped_no_signal"] == float(skip)
+        entropies.append(metrics["entropy"])
+    moved = [k for k, v in _weights(learner).items() if not torch.equal(v, before[k])]
+    if skip:
+        assert moved == [] and entropies[0] == entropies[1] == entropies[2]
+    else:
+        assert len(moved) > 10 and entropies[0] < entropies[1] < entropies[2], entropies
+
+
+def test_an_entropy_bonus_adds_its_gradient_to_a_step_with_signal(tiny):
+    """The same batch with and without the bonus: both steps are taken and their gradients differ."""
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    batch = _batch(engine, [1.0, 0.0, 0.0, 1.0], 0)
+    grads = {}
+    for coef in (0.0, 0.5):
+        learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig(lr=1e-4, micro_batch=8, entropy_coef=coef))
+        grads[coef] = _gradients_at_step(learner)
+        metrics = learner.step(batch)
+        assert metrics["optimizer/skipped_no_signal"] == 0.0
+        assert ("entropy" in metrics) == (coef > 0)
+    assert grads[0.0].keys() == grads[0.5].keys()
+    assert any(not torch.allclose(grads[0.0][k], grads[0.5][k]) for k in grads[0.0])
+
+
 @pytest.mark.parametrize("correction,micro_batch", [("unclipped_token_is", 3), ("ppo_clip", 4)])
 def test_a_step_fed_group_by_group_trains_as_the_whole_batch_at_once(tiny, correction, micro_batch):
     """The run streams a batch into the learner as its groups arrive: the gradients are token sums divided by

@@ -92,3 +92,28 @@ def test_unclipped_is_at_lag_zero_has_reinforce_gradients():
 def test_pad_right():
     out, mask = pad_right([torch.tensor([1.0, 2.0]), torch.tensor([3.0])])
     assert out.tolist() == [[1.0, 2.0], [3.0, 0.0]] and mask.tolist() == [[1, 1], [1, 0]]
+
+
+def test_the_entropy_bonus_subtracts_its_share_of_every_real_token():
+    """With every advantage 0 the loss is the bonus alone: -coef x the mean entropy of the real tokens, whose
+    gradient raises each real token's entropy by coef / (tokens) and leaves the padding slot alone."""
+    inp = _inputs(LP, OLD, [0.0, 0.0], MASK)
+    entropy = torch.tensor([[1.0, 2.0], [0.5, 99.0]], requires_grad=True)
+    inp.entropy = entropy
+    out = policy_loss(inp, "unclipped_token_is", entropy_coef=0.1)
+    assert out.loss.item() == pytest.approx(-0.1 * (1.0 + 2.0 + 0.5) / 3)
+    assert out.metrics["entropy_mean"] == pytest.approx(3.5 / 3)
+    out.loss.backward()
+    assert entropy.grad.flatten().tolist() == pytest.approx([-0.1 / 3, -0.1 / 3, -0.1 / 3, 0.0])
+    with_adv = policy_loss(_inputs(LP, OLD, ADV, MASK), "none")
+    inp = _inputs(LP, OLD, ADV, MASK)
+    inp.entropy = entropy.detach()
+    both = policy_loss(inp, "none", entropy_coef=0.1)
+    assert both.loss.item() == pytest.approx(with_adv.loss.item() - 0.1 * 3.5 / 3)
+
+
+def test_an_entropy_bonus_without_entropies_is_named():
+    with pytest.raises(ValueError, match="entropy bonus needs the entropy of every token"):
+        policy_loss(_inputs(LP, OLD, ADV, MASK), "none", entropy_coef=0.1)
+    with pytest.raises(ValueError, match="entropy_coef must be >= 0"):
+        policy_loss(_inputs(LP, OLD, ADV, MASK), "none", entropy_coef=-1.0)
