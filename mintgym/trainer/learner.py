@@ -161,8 +161,9 @@ class Learner:
 
     def add(self, groups: list[Group]) -> None:
         """Compute the advantages, logprobs, loss and gradient of ``groups`` into the open step. A chunk whose
-        advantages are all 0 has a zero gradient: with ``skip_no_signal`` it is only scored, without a backward
-        pass (without it, the backward runs so that Adam sees the zeros)."""
+        advantages are all 0 has no policy-gradient term: with ``skip_no_signal`` it is only scored, without a
+        backward pass (without it, the backward runs so that Adam sees the zeros), unless an entropy bonus gives
+        it a gradient of its own (kept if another chunk of the step has a signal)."""
         acc, cfg = self._acc, self.config
         if acc is None:
             raise RuntimeError("add() outside a step: call begin() first")
