@@ -80,8 +80,12 @@ _HAS_BOX_JS = """([finder, arg]) => {
   const el = eval(finder)(arg), r = el && el.getBoundingClientRect();
   return Boolean(r) && r.width > 0 && r.height > 0; }"""
 
+# ``:hover`` first: the browser applies it a frame after the move, and until then the element still has the box
+# of its plain style (a hover image that is still loading leaves it none).
 _UNDER_POINTER_JS = """([finder, arg, [x, y]]) => {
-  const el = eval(finder)(arg), top = document.elementFromPoint(x, y);
+  const el = eval(finder)(arg);
+  if (!el.matches(':hover')) return false;
+  const top = document.elementFromPoint(x, y);
   return top !== null && el.contains(top) && el.getBoundingClientRect().width > 0; }"""
 
 

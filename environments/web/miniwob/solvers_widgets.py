@@ -640,8 +640,7 @@ async def _frame_click(env, frame, selector: str, index: int = 0):
 
 
 async def _frame_fill(env, frame, selector: str, text: str):
-    """Click a text field of the flight site, select what it holds and type ``text`` (the offline copies of the
-    sites show no suggestion menus)."""
+    """Click a text field of the flight site, select what it holds and type ``text``."""
     async for a in _frame_click(env, frame, selector):
         yield a
     yield Key(keys=("ctrl", "a"))
@@ -676,9 +675,8 @@ async def _flight_alaska(env, query):
             yield a
         await frame.wait_for_function("() => !document.getElementById('return-date').getClientRects().length",
                                       timeout=10_000)
-    for name in ("SearchFields.DepartureCity", "SearchFields.ArrivalCity"):
-        async for a in _frame_fill(env, frame, f'input[type="text"][name="{name}"]', request[name]):
-            yield a
+    async for a in _alaska_cities(env, frame, request):
+        yield a
     for name in ("SearchFields.DepartureDate", "SearchFields.ReturnDate"):
         if name in request:
             async for a in _alaska_date(env, frame, f'input[type="text"][name="{name}"]', request[name]):
@@ -693,17 +691,78 @@ async def _flight_alaska(env, query):
                                       timeout=10_000)
         async for a in _frame_click(env, frame, 'label[for="cabin-first"]'):
             yield a
+    async for a in _alaska_cities(env, frame, request):  # a late suggestion list may have taken a click since
+        yield a
+    async for a in _alaska_close_suggestions(env, frame):
+        yield a
     async for a in _frame_click(env, frame, '.miniwob-main-form [type="submit"]'):
         yield a
 
 
+# Alaska's city fields suggest airports as one types: each key starts a lookup (the first one fetches the
+# airport list) unless another key comes first. On a loaded machine a lookup can answer after the last key and
+# open a list over the fields below; a click meant for them then picks a suggestion: the city before changes,
+# the next field never gets the focus, and the page scores -1 for the field left empty. The page closes a list
+# at the next key typed in its field once that holds more than letters (a whole airport name does); a click
+# outside closes only the first list the page ever showed (it adds that listener once).
+_SUGGESTIONS_JS = "() => [...document.querySelectorAll('ol.input-selections')].map((l) => l.id)"
+_CITIES = ("SearchFields.DepartureCity", "SearchFields.ArrivalCity")
+
+
+async def _alaska_close_suggestions(env, frame):
+    """Close the suggestion lists that are open (once they stand still), the first on the page first: a click
+    on its field, then a key that changes nothing there."""
+    for _ in range(4):
+        shown = await frame.evaluate(_STILL_JS, [_SUGGESTIONS_JS, None])
+        if not shown:
+            return
+        async for a in _frame_click(env, frame, "#" + shown[0].removeprefix("input-selections-")):
+            yield a
+        yield Key(keys=("end",))
+    raise LookupError(f"oracle: {env.page.url}: the airport suggestions would not close")
+
+
+async def _alaska_cities(env, frame, request: dict):
+    """Type the cities the request names into the fields that do not hold them yet, until both do."""
+    for attempt in range(4):
+        values = await frame.evaluate("(names) => names.map((n) => document.querySelector(`input[name=\"${n}\"]`).value)",
+                                      list(_CITIES))
+        wrong = [name for name, value in zip(_CITIES, values) if value != request[name]]
+        if not wrong:
+            return
+        if attempt == 3:
+            raise LookupError(f"oracle: {env.page.url}: the city fields {wrong} would not take the request's values")
+        for name in wrong:
+            field = f'input[type="text"][name="{name}"]'
+            async for a in _alaska_close_suggestions(env, frame):
+                yield a
+            async for a in _frame_click(env, frame, field):
+                yield a
+            if not await frame.evaluate("(sel) => document.activeElement === document.querySelector(sel)", field):
+                break  # the click went to a list that opened just now: look at the fields again
+            yield Key(keys=("ctrl", "a"))
+            yield Type(text=request[name])
+
+
+_CALENDAR_OPEN_JS = "() => { const m = document.getElementById('cal-modal-window'); return m && m.getClientRects().length; }"
+
+
 async def _alaska_date(env, frame, field: str, value: str):
     """Alaska's date fields open a one-month calendar: page to the month with its arrows, click the day, Done."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
     month, day, year = (int(v) for v in value.split("/"))
-    async for a in _frame_click(env, frame, field):
-        yield a
-    await frame.wait_for_function("() => { const m = document.getElementById('cal-modal-window'); return m && m.getClientRects().length; }",
-                                  timeout=10_000)
+    for attempt in range(3):  # a suggestion list that opens just before the click takes it
+        async for a in _alaska_close_suggestions(env, frame):
+            yield a
+        async for a in _frame_click(env, frame, field):
+            yield a
+        try:
+            await frame.wait_for_function(_CALENDAR_OPEN_JS, timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
     for _ in range(24):
         shown = await frame.evaluate("() => document.querySelector('#cal .current-month').textContent.trim()")
         name, shown_year = shown.split()
