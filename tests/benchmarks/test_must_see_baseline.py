@@ -3,7 +3,6 @@ table, and one run through ``mintgym.make`` on the shipped must-see config."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -16,23 +15,16 @@ SCRIPT = REPO / "benchmarks" / "must_see_baseline.py"
 LABELS = ["red", "green", "blue", "yellow"]
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("must_see_baseline", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_named_options_in_the_order_named_and_as_whole_words():
-    baseline = load_script()
+def test_named_options_in_the_order_named_and_as_whole_words(load_benchmark):
+    baseline = load_benchmark("must_see_baseline")
     text = "Which colour is the largest? One of: blue, Red, greenish."
     assert baseline.named_options(text, LABELS) == [2, 0]
 
 
-def test_a_blind_policy_that_reads_the_named_options_beats_any_fixed_answer():
+def test_a_blind_policy_that_reads_the_named_options_beats_any_fixed_answer(load_benchmark):
     """Two named colours a seed, the answer always the second one named: every fixed answer scores at most
     1/2, the policy 'named option #2' scores 1. The baseline must report it (the bug: only fixed answers)."""
-    baseline = load_script()
+    baseline = load_benchmark("must_see_baseline")
     instructions = ["one of: red, green", "one of: blue, yellow", "one of: green, blue", "one of: yellow, red"]
     answers = [1, 3, 2, 0]
     rewards = [[1.0 if k == a else 0.0 for k in range(4)] for a in answers]
@@ -44,9 +36,9 @@ def test_a_blind_policy_that_reads_the_named_options_beats_any_fixed_answer():
     assert max(scores.values()) == 1.0
 
 
-def test_the_preference_policy_is_fitted_on_other_seeds():
+def test_the_preference_policy_is_fitted_on_other_seeds(load_benchmark):
     """Fitted where yellow is always right: on held-out seeds it picks yellow whenever it is named."""
-    baseline = load_script()
+    baseline = load_benchmark("must_see_baseline")
     fit = ["one of: red, yellow", "one of: yellow, blue"]
     fit_rewards = [[0, 0, 0, 1.0], [0, 0, 0, 1.0]]
     held = ["one of: yellow, green", "one of: red, blue"]

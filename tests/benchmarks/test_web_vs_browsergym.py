@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -13,13 +12,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "web_vs_browsergym.py"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("web_vs_browsergym", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -40,8 +32,8 @@ def test_bad_arguments_fail_with_one_line_before_any_install(args, message):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
 
 
-def test_tree_pss_counts_children_once():
-    bench = load_script()
+def test_tree_pss_counts_children_once(load_benchmark):
+    bench = load_benchmark("web_vs_browsergym")
     alone = bench.tree_pss(os.getpid())
     # a child that holds 64 MiB of its own, touched pages
     child = subprocess.Popen([sys.executable, "-c", "import sys; b = bytearray(64 << 20); sys.stdin.read()"],
@@ -61,14 +53,14 @@ def test_tree_pss_counts_children_once():
     assert bench.tree_pss(child.pid) == 0  # gone: counted as nothing, no error
 
 
-def test_summary_median_and_p95():
-    bench = load_script()
+def test_summary_median_and_p95(load_benchmark):
+    bench = load_benchmark("web_vs_browsergym")
     stats = bench.summary([float(v) for v in range(1, 101)])
     assert stats == {"median": 50.5, "p95": 96.0, "n": 100}
 
 
-def test_a_venv_that_cannot_be_made_is_one_clear_error(tmp_path, monkeypatch):
-    bench = load_script()
+def test_a_venv_that_cannot_be_made_is_one_clear_error(tmp_path, monkeypatch, load_benchmark):
+    bench = load_benchmark("web_vs_browsergym")
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setattr(bench, "VENV", blocker / "venvs" / "browsergym")
