@@ -64,7 +64,7 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, roll
 def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, only_success: bool):
     import json
 
-    from mintgym.rollout.ray_worker import agent_factory
+    from mintgym.rollout.agents import agent_factory
     from mintgym.trajectory.imitation import imitation_dataset
 
     try:

@@ -58,7 +58,7 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
     import datasets
 
     from mintgym.inference.hf import HFEngine
-    from mintgym.rollout.ray_worker import agent_factory
+    from mintgym.rollout.agents import agent_factory
     from mintgym.trainer.sft import dataset_sequences, supervised_steps
     from mintgym.trajectory.imitation import imitation_dataset
 

@@ -12,12 +12,11 @@ was sampled at. A finished group is pushed to the buffer and the worker moves on
 waiting for the trainer. The version each worker loaded is acknowledged to the weight transport, where
 the trainer reads it.
 
-Training sequences come from the engine calls themselves: a recording wrapper keeps, per call, the
-prompt token ids the engine fed the model, the sampled token ids, their logprobs, the version, and the
-prompt's images, and writes them into the episode's own step records, so nothing is re-tokenized and the
-sample pushed is the episode record (its turns are views of those steps). The images travel as arrays in
-the pushed group; a buffer made with ``own_images=True`` stores each in the object store under its own
-ownership, so a group pushed just before this worker dies still reaches the trainer whole.
+Training sequences come from the engine calls themselves (:mod:`mintgym.rollout.recording`): the sample
+pushed is the episode record, its turns views of its steps; each episode's agent is made by
+:func:`mintgym.rollout.agents.make_episode_agent`. The images travel as arrays in the pushed group; a
+buffer made with ``own_images=True`` stores each in the object store under its own ownership, so a group
+pushed just before this worker dies still reaches the trainer whole.
 
 A worker that dies is restarted by Ray (``max_restarts``); on its next ``run()`` it registers again and
 the buffer counts the reservations it held as lost.
@@ -42,10 +41,9 @@ import numpy as np
 
 from mintgym.allocator import tune_malloc
 from mintgym.buffer.types import Group, Sample
-from mintgym.inference import Generation, GenerationRequest, InferenceEngine, make_engine
-from mintgym.policy import Agent, AgentContext, AgentStep
-from mintgym.trajectory.types import Trajectory
-from mintgym.types import Observation
+from mintgym.inference import InferenceEngine, make_engine
+from mintgym.rollout.agents import make_episode_agent
+from mintgym.rollout.recording import RecordingEngine
 
 
 @dataclass
@@ -81,89 +79,6 @@ class WorkerSpec:
     simulated_step_seconds: tuple[float, float] | None = None
 
 
-class RecordingEngine(InferenceEngine):
-    """Passes calls to ``inner`` and keeps, for one episode, each call's step, prompt images, generation and
-    temperature; :meth:`attach` then writes them into the episode record's steps (the engine's exact ids)."""
-
-    def __init__(self, inner: InferenceEngine, before_call: Callable[[], Awaitable[None]] | None = None):
-        """``before_call``: awaited before every call (the worker's admission and weight refresh)."""
-        self.inner = inner
-        self.before_call = before_call
-        self.calls: list[tuple[int, list[np.ndarray], Generation, float]] = []
-        self._step = -1
-
-    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        raise RuntimeError("rollout workers call agenerate")
-
-    async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
-        if self.before_call is not None:
-            await self.before_call()
-        out = await self.inner.agenerate(requests)
-        for req, gen in zip(requests, out):
-            self.calls.append((self._step, _images_of(req.messages), gen, req.sampling.temperature))
-        return out
-
-    @property
-    def policy_version(self) -> int | None:
-        return self.inner.policy_version
-
-    def begin_step(self) -> None:
-        """The agent is asked for the episode's next step: calls from now on belong to it."""
-        self._step += 1
-
-    def marking(self, agent: Agent) -> Agent:
-        """``agent``, telling this recorder where each step begins (one ``act`` is one step of the episode)."""
-        return _StepMarker(agent, self)
-
-    def attach(self, episode: Trajectory) -> None:
-        """Write each step's engine call into its record: the prompt and response token ids the engine used,
-        the sampler's logprobs, the weights version, the prompt's images and the temperature. A step with
-        no call (a scripted ``done()``) is left as it is; a step with more than one cannot be trained."""
-        made: dict[int, list[tuple[list[np.ndarray], Generation, float]]] = {}
-        for step, images, gen, temperature in self.calls:
-            made.setdefault(step, []).append((images, gen, temperature))
-        for i, step in enumerate(episode.steps):
-            calls = made.get(i, [])
-            if len(calls) > 1:
-                raise ValueError(f"episode {episode.id} step {i}: {len(calls)} engine calls; RL trains one call "
-                                 "per step (give the agent retries: 0)")
-            if not calls:
-                continue
-            images, gen, temperature = calls[0]
-            if gen.prompt_token_ids is None or gen.response_token_ids is None or gen.response_logprobs is None:
-                raise ValueError("the engine returned no token ids/logprobs; RL needs them")
-            step.prompt_token_ids = list(gen.prompt_token_ids)
-            step.response_token_ids = list(gen.response_token_ids)
-            step.logprobs = list(gen.response_logprobs)
-            step.policy_version = int(gen.policy_version if gen.policy_version is not None else -1)
-            step.prompt_images, step.temperature = list(images), temperature
-
-
-class _StepMarker:
-    def __init__(self, agent: Agent, recorder: RecordingEngine):
-        self.agent, self.recorder, self.name = agent, recorder, agent.name
-
-    async def start(self, context: AgentContext) -> None:
-        await self.agent.start(context)
-
-    async def act(self, observation: Observation) -> AgentStep:
-        self.recorder.begin_step()
-        return await self.agent.act(observation)
-
-
-def _images_of(messages: list[dict[str, Any]]) -> list[np.ndarray]:
-    images = []
-    for m in messages:
-        content = m.get("content")
-        if isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and "image" in part:
-                    images.append(np.asarray(part["image"]))
-                elif isinstance(part, dict) and "image_url" in part:
-                    raise ValueError("training needs raw images in prompts, not image_url parts")
-    return images
-
-
 class _GroupAdmission:
     """A training group's admission, asked for at the first model call of any of its episodes (their env
     sessions are reset by then); every call waits for it, then loads any newer weights."""
@@ -191,57 +106,6 @@ class _GroupAdmission:
     async def settled(self) -> int | None:
         """The reservation once every episode ended (None if the group was never admitted)."""
         return None if self._admitting is None else await self._admitting
-
-
-class SimulatedLatency:
-    """Waits a lognormal time before each action, standing in for a slow environment step (benchmarks)."""
-
-    def __init__(self, agent: Agent, mean: float, sigma: float, rng: random.Random):
-        import math
-
-        self.agent, self.sigma, self.rng = agent, sigma, rng
-        self.mu = math.log(max(mean, 1e-6)) - sigma * sigma / 2  # so the mean is ``mean``
-        self.name = agent.name
-
-    async def start(self, context: AgentContext) -> None:
-        await self.agent.start(context)
-
-    async def act(self, observation: Observation) -> AgentStep:
-        step = await self.agent.act(observation)
-        await asyncio.sleep(self.rng.lognormvariate(self.mu, self.sigma))
-        return step
-
-
-def make_episode_agent(spec: WorkerSpec, engine: InferenceEngine, rng: random.Random | None = None) -> Agent:
-    if spec.agent == "answer":
-        # Wired by name so this layer never imports mintgym.agents at module level.
-        answer = importlib.import_module("mintgym.agents.answer")
-        options = {"max_new_tokens": spec.max_new_tokens, "temperature": spec.temperature, **spec.agent_options}
-        agent: Agent = answer.AnswerAgent(engine, **options)
-    elif spec.agent == "vlm":
-        vlm = importlib.import_module("mintgym.agents.vlm")
-        from mintgym.inference import SamplingParams
-
-        options = dict(spec.agent_options)
-        options.setdefault("sampling", SamplingParams(max_new_tokens=spec.max_new_tokens,
-                                                      temperature=spec.temperature))
-        options.setdefault("retries", 0)
-        options.setdefault("seeded", False)  # the G episodes of a group share a task seed: they must sample apart
-        agent = vlm.VLMAgent(engine=engine, **options)
-    else:
-        raise ValueError(f"unknown rollout agent {spec.agent!r} (answer, vlm)")
-    if spec.simulated_step_seconds:
-        agent = SimulatedLatency(agent, *spec.simulated_step_seconds, rng or random.Random())
-    return agent
-
-
-def agent_factory(kind: str, options: dict[str, Any], engine: InferenceEngine | None,
-                  **sampling: Any) -> Callable[[], Agent]:
-    """New agents of ``kind`` with ``options`` over ``engine``, made as a rollout worker makes them
-    (``sampling``: ``max_new_tokens``, ``temperature``); the students of imitation data."""
-    spec = WorkerSpec(worker_id=0, model_path="", tasks=[], env_urls={}, agent=kind, agent_options=options,
-                      **sampling)
-    return lambda: make_episode_agent(spec, engine)
 
 
 class RolloutWorker:
@@ -295,7 +159,7 @@ class RolloutWorker:
         if self.spec.engine == "hf":
             # The G episodes of a group call the model at once, one request each: their calls are gathered
             # into generate calls of up to the engine's max_batch_size (vllm batches its requests itself).
-            batched = importlib.import_module("mintgym.agents.batched")  # by name: see make_episode_agent
+            batched = importlib.import_module("mintgym.agents.batched")  # by name: see rollout.agents
             self.sampler = batched.BatchedEngine(self.engine, max_batch_size=self.engine.max_batch_size)
         size = self.spec.group_size * self.spec.groups_in_flight
         for domain, urls in self.spec.env_urls.items():
@@ -485,8 +349,11 @@ class RolloutWorker:
                        before_call: Callable[[], Awaitable[None]] | None = None) -> Sample | None:
         from mintgym.rollout.episode import play_pooled
 
+        spec = spec or self.spec
         recorder = RecordingEngine(self.sampler, before_call)
-        agent = recorder.marking(make_episode_agent(spec or self.spec, recorder, self._rng))
+        agent = recorder.marking(make_episode_agent(
+            spec.agent, spec.agent_options, recorder, max_new_tokens=spec.max_new_tokens,
+            temperature=spec.temperature, simulated_step_seconds=spec.simulated_step_seconds, rng=self._rng))
         traj = await play_pooled(self.pools[domain], agent, task_id, seed, f"{group_id}-{index}",
                                  max_seconds=self.spec.episode_timeout, group_id=group_id)
         self.stats["episodes"] += 1

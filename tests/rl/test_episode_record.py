@@ -14,7 +14,8 @@ from mintgym.buffer.types import Sample
 from mintgym.client.aio import AsyncEnvClient
 from mintgym.inference import make_engine
 from mintgym.rollout.episode import run_episode
-from mintgym.rollout.ray_worker import RecordingEngine, WorkerSpec, make_episode_agent
+from mintgym.rollout.agents import make_episode_agent
+from mintgym.rollout.recording import RecordingEngine
 from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.local import LocalProvider
 from mintgym.trajectory.store import load_trajectory, write_trajectory
@@ -36,10 +37,9 @@ async def test_a_played_episode_reaches_the_learner_unchanged_through_its_file(s
     from mintgym.trainer.learner import Learner
 
     path, url = served
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[], env_urls={"null": [url]},
-                      agent_options={"choices": {"null": ["no", "ok"]}}, max_new_tokens=3)
     recorder = RecordingEngine(make_engine("hf", model_path=path, seed=5))
-    agent = recorder.marking(make_episode_agent(spec, recorder, random.Random(0)))
+    agent = recorder.marking(make_episode_agent("answer", {"choices": {"null": ["no", "ok"]}}, recorder,
+                                                max_new_tokens=3, rng=random.Random(0)))
     async with AsyncEnvClient(url, encoding="raw") as client:
         session = await client.session()
         episode = await run_episode(session, agent, "null/echo", seed=3, trajectory_id="ep-0")

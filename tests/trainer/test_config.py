@@ -93,13 +93,11 @@ def test_train_command_is_registered():
 
 
 def test_quickstart_agent_clicks_on_web_and_answers_on_pytool():
-    from mintgym.rollout.ray_worker import WorkerSpec, make_episode_agent
+    from mintgym.rollout.agents import make_episode_agent
 
     cfg = RunConfig.from_yaml(EXAMPLES / "quickstart.yaml")
     assert cfg.domains == ["pytool", "web"]
-    spec = WorkerSpec(worker_id=0, model_path="unused", tasks=[], env_urls={}, agent=cfg.agent.kind,
-                      agent_options=cfg.agent.options, max_new_tokens=cfg.rollout.max_new_tokens)
-    agent = make_episode_agent(spec, engine=None)
+    agent = make_episode_agent(cfg.agent.kind, cfg.agent.options, None, max_new_tokens=cfg.rollout.max_new_tokens)
     assert agent.click_grid == {"web": (4, 5)} and len(agent.choices["pytool"]) == 10
     assert agent.sampling.max_new_tokens == 1
 

@@ -1,0 +1,102 @@
+"""Layer 4: training sequences from the engine calls themselves.
+
+A :class:`RecordingEngine` wraps a rollout worker's engine for one episode and keeps, per call, the prompt
+token ids the engine fed the model, the sampled token ids, their logprobs, the weights version and the
+prompt's images; :meth:`RecordingEngine.attach` writes them into the episode's own step records, so nothing
+is re-tokenized and the sample pushed is the episode record (its turns are views of those steps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from mintgym.inference import Generation, GenerationRequest, InferenceEngine
+from mintgym.policy import Agent, AgentContext, AgentStep
+from mintgym.trajectory.types import Trajectory
+from mintgym.types import Observation
+
+
+class RecordingEngine(InferenceEngine):
+    """Passes calls to ``inner`` and keeps, for one episode, each call's step, prompt images, generation and
+    temperature; :meth:`attach` then writes them into the episode record's steps (the engine's exact ids)."""
+
+    def __init__(self, inner: InferenceEngine, before_call: Callable[[], Awaitable[None]] | None = None):
+        """``before_call``: awaited before every call (the worker's admission and weight refresh)."""
+        self.inner = inner
+        self.before_call = before_call
+        self.calls: list[tuple[int, list[np.ndarray], Generation, float]] = []
+        self._step = -1
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        raise RuntimeError("rollout workers call agenerate")
+
+    async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        if self.before_call is not None:
+            await self.before_call()
+        out = await self.inner.agenerate(requests)
+        for req, gen in zip(requests, out):
+            self.calls.append((self._step, _images_of(req.messages), gen, req.sampling.temperature))
+        return out
+
+    @property
+    def policy_version(self) -> int | None:
+        return self.inner.policy_version
+
+    def begin_step(self) -> None:
+        """The agent is asked for the episode's next step: calls from now on belong to it."""
+        self._step += 1
+
+    def marking(self, agent: Agent) -> Agent:
+        """``agent``, telling this recorder where each step begins (one ``act`` is one step of the episode)."""
+        return _StepMarker(agent, self)
+
+    def attach(self, episode: Trajectory) -> None:
+        """Write each step's engine call into its record: the prompt and response token ids the engine used,
+        the sampler's logprobs, the weights version, the prompt's images and the temperature. A step with
+        no call (a scripted ``done()``) is left as it is; a step with more than one cannot be trained."""
+        made: dict[int, list[tuple[list[np.ndarray], Generation, float]]] = {}
+        for step, images, gen, temperature in self.calls:
+            made.setdefault(step, []).append((images, gen, temperature))
+        for i, step in enumerate(episode.steps):
+            calls = made.get(i, [])
+            if len(calls) > 1:
+                raise ValueError(f"episode {episode.id} step {i}: {len(calls)} engine calls; RL trains one call "
+                                 "per step (give the agent retries: 0)")
+            if not calls:
+                continue
+            images, gen, temperature = calls[0]
+            if gen.prompt_token_ids is None or gen.response_token_ids is None or gen.response_logprobs is None:
+                raise ValueError("the engine returned no token ids/logprobs; RL needs them")
+            step.prompt_token_ids = list(gen.prompt_token_ids)
+            step.response_token_ids = list(gen.response_token_ids)
+            step.logprobs = list(gen.response_logprobs)
+            step.policy_version = int(gen.policy_version if gen.policy_version is not None else -1)
+            step.prompt_images, step.temperature = list(images), temperature
+
+
+class _StepMarker:
+    def __init__(self, agent: Agent, recorder: RecordingEngine):
+        self.agent, self.recorder, self.name = agent, recorder, agent.name
+
+    async def start(self, context: AgentContext) -> None:
+        await self.agent.start(context)
+
+    async def act(self, observation: Observation) -> AgentStep:
+        self.recorder.begin_step()
+        return await self.agent.act(observation)
+
+
+def _images_of(messages: list[dict[str, Any]]) -> list[np.ndarray]:
+    images = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and "image" in part:
+                    images.append(np.asarray(part["image"]))
+                elif isinstance(part, dict) and "image_url" in part:
+                    raise ValueError("training needs raw images in prompts, not image_url parts")
+    return images

@@ -1,0 +1,75 @@
+"""mintgym.rollout.agents: the agent each episode gets, by kind, and the benchmarks' simulated step time."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+
+import pytest
+
+from mintgym.rollout.agents import SimulatedLatency, agent_factory, make_episode_agent
+
+
+def test_answer_agent_takes_the_rollout_sampling_unless_its_options_set_it():
+    agent = make_episode_agent("answer", {"choices": {"pytool": ["0", "1"]}}, None, max_new_tokens=2,
+                               temperature=0.7)
+    assert agent.sampling.max_new_tokens == 2 and agent.sampling.temperature == 0.7
+    own = make_episode_agent("answer", {"choices": {"pytool": ["0", "1"]}, "max_new_tokens": 5}, None,
+                             max_new_tokens=2)
+    assert own.sampling.max_new_tokens == 5
+
+
+def test_vlm_agent_in_training_samples_apart_and_never_retries(tmp_path):
+    from mintgym.inference import make_engine
+    from mintgym.models.tiny import build_tiny_vlm
+
+    engine = make_engine("hf", model_path=build_tiny_vlm(tmp_path / "tiny", seed=0))
+    agent = make_episode_agent("vlm", {}, engine, max_new_tokens=32, temperature=1.0)
+    assert agent.sampling.max_new_tokens == 32 and agent.sampling.temperature == 1.0
+    assert agent.retries == 0 and agent.seeded is False  # the G episodes of a group share their task's seed
+    assert make_episode_agent("vlm", {"retries": 2}, engine).retries == 2
+
+
+def test_an_unknown_kind_is_one_clear_error():
+    with pytest.raises(ValueError, match=r"unknown rollout agent 'planner' \(answer, vlm\)"):
+        make_episode_agent("planner", {}, None)
+
+
+def test_simulated_latency_has_the_mean_it_was_given():
+    inner = make_episode_agent("answer", {"choices": {"pytool": ["0"]}}, None)
+    wrapped = make_episode_agent("answer", {"choices": {"pytool": ["0"]}}, None, simulated_step_seconds=(2.0, 0.5),
+                                 rng=random.Random(0))
+    assert isinstance(wrapped, SimulatedLatency) and wrapped.name == inner.name
+    # lognormal mean exp(mu + sigma^2 / 2)
+    assert math.isclose(math.exp(wrapped.mu + wrapped.sigma ** 2 / 2), 2.0)
+
+
+def test_simulated_latency_waits_after_the_inner_action(monkeypatch):
+    class Inner:
+        name = "inner"
+
+        async def start(self, context):
+            pass
+
+        async def act(self, observation):
+            order.append("act")
+            return "step"
+
+    order: list = []
+    real_sleep = asyncio.sleep
+
+    async def record(seconds):
+        order.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", record)
+    wrapper = SimulatedLatency(Inner(), 0.01, 0.0, random.Random(0))
+    assert asyncio.run(wrapper.act(None)) == "step"
+    assert order[0] == "act" and len(order) == 2 and math.isclose(order[1], 0.01)
+
+
+def test_agent_factory_makes_a_new_agent_each_call():
+    make = agent_factory("answer", {"choices": {"pytool": ["0", "1"]}}, None, max_new_tokens=1)
+    first, second = make(), make()
+    assert first is not second and first.sampling.max_new_tokens == 1
