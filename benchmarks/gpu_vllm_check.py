@@ -102,16 +102,11 @@ def fingerprint(engine) -> float:
 def load_published(engine, transport, after: int) -> int | None:
     """Load the transport's newest version into ``engine`` as a rollout worker does: vLLM takes the file's
     path and loads it on its GPU workers; other engines take the arrays."""
-    import torch
+    from mintgym.rollout.ray_worker import load_weights
 
-    if hasattr(engine, "weight_sum"):  # vLLM
-        got = transport.receive_file(after)
-        if got is not None:
-            engine.update_weights(got[0], got[1])
-    else:
-        got = transport.receive(after)
-        if got is not None:
-            engine.update_weights(got[0], {k: torch.from_numpy(np.array(v)) for k, v in got[1].items()})
+    got = transport.receive_file(after) if hasattr(engine, "weight_sum") else transport.receive(after)
+    if got is not None:
+        load_weights(engine, *got)
     return None if got is None else got[0]
 
 
@@ -152,9 +147,8 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
                                           for s, g in zip(seqs, gens))
 
     # 2. a trainer step on vLLM's samples, with the run's mismatch metric
-    learner = Learner(load_model(path), load_processor(path),
+    learner = Learner(load_model(path), hf.processor,
                       TrainConfig(lr=args.lr, micro_batch=8, mismatch_snapshots=0, entropy_coef=0.0))
-    first_weights = {k: v.clone() for k, v in learner.state_dict().items()}
     t0 = time.perf_counter()
     step1 = learner.step(batch_of(batch, gens, learner.version))
     figures["train_step_s"] = time.perf_counter() - t0
@@ -185,9 +179,8 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
     batch2 = requests(8, temperature=1.0, seed0=50)
     gens2 = engine.generate(batch2)
     seqs = [hf.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(batch2, gens2)]
-    old = load_model(path)
-    with torch.no_grad():
-        old_lp = sequence_logprobs(old, seqs, temperature=[r.sampling.temperature for r in batch2])
+    with torch.no_grad():  # hf's model keeps the first weights: it only tokenizes and scores here
+        old_lp = sequence_logprobs(hf.model, seqs, temperature=[r.sampling.temperature for r in batch2])
     against_old = mismatch_metrics(old_lp, [torch.tensor(g.response_logprobs) for g in gens2],
                                    [{} for _ in gens2])
     step2 = learner.step(batch_of(batch2, gens2, learner.version))
@@ -200,7 +193,7 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
         against_old["mismatch/kl_mean"] > 1e-6 and against_old["mismatch/kl_mean"] > 4 * step2["mismatch/kl_mean"])
 
     # the first weights again, as version 3: the first greedy outputs come back
-    transport.send(learner.version + 1, first_weights)
+    transport.send(learner.version + 1, hf.model.state_dict())
     load_published(engine, transport, after=engine.policy_version)
     restored = [g.response_token_ids for g in engine.generate(greedy)]
     checks["first_weights_give_the_first_outputs"] = restored == before and engine.policy_version == 3

@@ -108,6 +108,20 @@ class _GroupAdmission:
         return None if self._admitting is None else await self._admitting
 
 
+def load_weights(engine: InferenceEngine, version: int, state: dict[str, np.ndarray] | Path) -> None:
+    """Load what a weight transport gave into ``engine``: a file's path as is (vLLM loads it in place), arrays
+    as tensors."""
+    import torch
+
+    if isinstance(state, Path):
+        engine.update_weights(version, state)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only
+        tensors = {k: torch.from_numpy(v) for k, v in state.items()}
+    engine.update_weights(version, tensors)
+
+
 class RolloutWorker:
     """The actor body (``ray.remote(RolloutWorker)`` at the call site); see the module docstring."""
 
@@ -186,25 +200,13 @@ class RolloutWorker:
                 got = await self.weights.areceive(after)
             if got is not None:
                 version, state = got
-                await asyncio.to_thread(self._load, version, state)
+                await asyncio.to_thread(load_weights, self.engine, version, state)
                 self.stats["weight_loads"] += 1
             current = self.engine.policy_version
             if current is not None and current != self.version:
                 self.version = int(current)
                 await self.weights.aack(self.spec.worker_id, self.version)
             return self.version
-
-    def _load(self, version: int, state: dict[str, np.ndarray] | Path) -> None:
-        import torch
-
-        if isinstance(state, Path):
-            self.engine.update_weights(version, state)
-            return
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only
-            tensors = {k: torch.from_numpy(v) for k, v in state.items()}
-        self.engine.update_weights(version, tensors)
 
     # -- the loop -------------------------------------------------------------------------------------
 
