@@ -7,7 +7,11 @@ milliseconds; a missed click is followed by a ``done`` step, which waits too). F
 async mode at each ``--lags`` value it runs ``--steps`` trainer steps and reports samples/s and train
 steps/s over the steps after the first (warm-up), where the trainer's step time went (waiting for the
 batch, training), the buffer's admission denials, stale drops and the lags the batches were trained at,
-then the async/sync ratios side by side.
+then the async/sync ratios side by side. Beside each lag L it prints the ceiling no schedule can pass at that
+lag: a batch's samples were answered by weights published L + 1 steps before the batch is trained, and
+each batch waits for its slowest sample's episode to end after its first model answer, so the step period
+is at least the mean of that wait (F, measured in the same run) over L + 1, and async/sync is at most
+(L + 1) x (sync's step period) / F.
 
     .venv/bin/python benchmarks/async_vs_sync.py                 # throughput, about 10 minutes on an idle 2-core box
     .venv/bin/python benchmarks/async_vs_sync.py --lag-study     # final reward per (lag, correction); ~40 min
@@ -60,6 +64,7 @@ def throughput(args) -> list[dict]:
                "wait_s": statistics.mean(m["time/wait_batch"] for m in timed),
                "train_s": statistics.mean(m["time/train"] for m in timed),
                "mean_lag": statistics.mean(m["lag/mean"] for m in timed),
+               "after_answer_max_s": statistics.mean(m.get("time/after_answer_max", float("nan")) for m in timed),
                "consumed_lags": result.buffer.get("consumed_lags", {}),
                "admitted": counts["admitted"], "denied": counts["denied"],
                "dropped_stale": sum(d["dropped_stale"] for d in result.buffer["domains"].values()),
@@ -68,16 +73,30 @@ def throughput(args) -> list[dict]:
         print(f"{mode:5s} max_lag={row['max_lag']!s:4s} samples/s={row['samples_per_s']:6.2f} "
               f"steps/s={row['steps_per_s']:.3f} (per step: {row['wait_s']:.1f} s waiting for the batch, "
               f"{row['train_s']:.1f} s training) mean lag={row['mean_lag']:.2f} admitted={row['admitted']} "
-              f"denied={row['denied']} stale drops={row['dropped_stale']} run {row['run_s']:.0f} s", flush=True)
+              f"denied={row['denied']} stale drops={row['dropped_stale']} "
+              f"slowest sample after its answer {row['after_answer_max_s']:.1f} s run {row['run_s']:.0f} s", flush=True)
     sync = rows[0]
+    for row in rows[1:]:
+        row["ceiling"] = lag_ceiling(row["max_lag"], 1 / sync["steps_per_s"], row["after_answer_max_s"])
     print(f"\n{'mode':16s} {'samples/s':>9s} {'x sync':>7s} {'steps/s':>8s} {'x sync':>7s} {'mean lag':>8s} "
-          f"{'stale drops':>11s}")
+          f"{'stale drops':>11s} {'F (s)':>6s} {'ceiling':>8s}")
     for row in rows:
         name = "sync" if row["mode"] == "sync" else f"async max_lag {row['max_lag']}"
+        ceiling = f"{row['ceiling']:7.2f}x" if "ceiling" in row else f"{'-':>8s}"
         print(f"{name:16s} {row['samples_per_s']:9.2f} {row['samples_per_s'] / sync['samples_per_s']:6.2f}x "
               f"{row['steps_per_s']:8.3f} {row['steps_per_s'] / sync['steps_per_s']:6.2f}x {row['mean_lag']:8.2f} "
-              f"{row['dropped_stale']:11d}")
+              f"{row['dropped_stale']:11d} {row['after_answer_max_s']:6.1f} {ceiling}")
+    print("F: a batch's wait from its slowest sample's first model answer to that episode's end (mean over the "
+          "timed steps); ceiling: (max_lag + 1) x sync's step period / F, the most any schedule reaches at that lag")
     return rows
+
+
+def lag_ceiling(max_lag: int, sync_period: float, after_answer: float) -> float:
+    """The most async at ``max_lag`` can gain over sync (steps/s): a batch holds samples answered by weights
+    published ``max_lag`` + 1 steps earlier and cannot be full before its slowest sample's episode has ended,
+    ``after_answer`` seconds after that answer on average, so a step takes at least after_answer /
+    (max_lag + 1)."""
+    return (max_lag + 1) * sync_period / after_answer
 
 
 def lag_study(args) -> list[dict]:

@@ -141,6 +141,15 @@ class Sample:
     def num_images(self) -> int:
         return sum(len(t.images) for t in self.turns)
 
+    @property
+    def seconds_after_first_answer(self) -> float | None:
+        """Seconds from the episode's first model answer to its end (None where not recorded): environment
+        time after the sampling that no schedule can overlap with training on this sample."""
+        answered = self.turns[0].step.timings.get("answered") if self.turns else None
+        if self.episode is None or answered is None or not self.episode.ended:
+            return None
+        return max(0.0, self.episode.wall_seconds - answered)
+
 
 @dataclass
 class Group:

@@ -1,15 +1,17 @@
 """Layer 4: training sequences from the engine calls themselves.
 
 A :class:`RecordingEngine` wraps a rollout worker's engine for one episode and keeps, per call, the prompt
-token ids the engine fed the model, the sampled token ids, their logprobs, the weights version and the
-prompt's images; :meth:`RecordingEngine.attach` writes them into the episode's own step records, so nothing
-is re-tokenized and the sample pushed is the episode record (its turns are views of those steps).
+token ids the engine fed the model, the sampled token ids, their logprobs, the weights version, the
+prompt's images and when the answer came; :meth:`RecordingEngine.attach` writes them into the episode's own
+step records, so nothing is re-tokenized and the sample pushed is the episode record (its turns are views of
+those steps).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,15 +21,24 @@ from mintgym.trajectory.types import Trajectory
 from mintgym.types import Observation
 
 
+class _Call(NamedTuple):
+    step: int
+    images: list[np.ndarray]
+    generation: Generation
+    temperature: float
+    answered: float  # time.time() when the engine answered
+
+
 class RecordingEngine(InferenceEngine):
-    """Passes calls to ``inner`` and keeps, for one episode, each call's step, prompt images, generation and
-    temperature; :meth:`attach` then writes them into the episode record's steps (the engine's exact ids)."""
+    """Passes calls to ``inner`` and keeps, for one episode, each call's step, prompt images, generation,
+    temperature and answer time; :meth:`attach` then writes them into the episode record's steps (the
+    engine's exact ids)."""
 
     def __init__(self, inner: InferenceEngine, before_call: Callable[[], Awaitable[None]] | None = None):
         """``before_call``: awaited before every call (the worker's admission and weight refresh)."""
         self.inner = inner
         self.before_call = before_call
-        self.calls: list[tuple[int, list[np.ndarray], Generation, float]] = []
+        self.calls: list[_Call] = []
         self._step = -1
 
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
@@ -37,8 +48,9 @@ class RecordingEngine(InferenceEngine):
         if self.before_call is not None:
             await self.before_call()
         out = await self.inner.agenerate(requests)
+        answered = time.time()
         for req, gen in zip(requests, out):
-            self.calls.append((self._step, _images_of(req.messages), gen, req.sampling.temperature))
+            self.calls.append(_Call(self._step, _images_of(req.messages), gen, req.sampling.temperature, answered))
         return out
 
     @property
@@ -55,11 +67,12 @@ class RecordingEngine(InferenceEngine):
 
     def attach(self, episode: Trajectory) -> None:
         """Write each step's engine call into its record: the prompt and response token ids the engine used,
-        the sampler's logprobs, the weights version, the prompt's images and the temperature. A step with
-        no call (a scripted ``done()``) is left as it is; a step with more than one cannot be trained."""
-        made: dict[int, list[tuple[list[np.ndarray], Generation, float]]] = {}
-        for step, images, gen, temperature in self.calls:
-            made.setdefault(step, []).append((images, gen, temperature))
+        the sampler's logprobs, the weights version, the prompt's images, the temperature and, as
+        ``timings["answered"]``, the seconds from the episode's start to the answer. A step with no call (a
+        scripted ``done()``) is left as it is; a step with more than one cannot be trained."""
+        made: dict[int, list[_Call]] = {}
+        for call in self.calls:
+            made.setdefault(call.step, []).append(call)
         for i, step in enumerate(episode.steps):
             calls = made.get(i, [])
             if len(calls) > 1:
@@ -67,14 +80,17 @@ class RecordingEngine(InferenceEngine):
                                  "per step (give the agent retries: 0)")
             if not calls:
                 continue
-            images, gen, temperature = calls[0]
+            call = calls[0]
+            gen = call.generation
             if gen.prompt_token_ids is None or gen.response_token_ids is None or gen.response_logprobs is None:
                 raise ValueError("the engine returned no token ids/logprobs; RL needs them")
             step.prompt_token_ids = list(gen.prompt_token_ids)
             step.response_token_ids = list(gen.response_token_ids)
             step.logprobs = list(gen.response_logprobs)
             step.policy_version = int(gen.policy_version if gen.policy_version is not None else -1)
-            step.prompt_images, step.temperature = list(images), temperature
+            step.prompt_images, step.temperature = list(call.images), call.temperature
+            if episode.started:
+                step.timings["answered"] = call.answered - episode.started
 
 
 class _StepMarker:

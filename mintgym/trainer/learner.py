@@ -293,6 +293,10 @@ class Learner:
         for lag, count in hist.items():
             out[f"lag/hist/{lag}"] = float(count)
         out["samples"] = float(n)
+        after = [t for t in (s.seconds_after_first_answer for s in batch.samples) if t is not None]
+        if after:  # the slowest sample bounds how soon after its weights a batch can be full
+            out["time/after_answer_max"] = max(after)
+            out["time/after_answer_mean"] = float(np.mean(after))
         return out
 
     def state_dict(self) -> dict[str, torch.Tensor]:

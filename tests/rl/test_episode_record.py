@@ -80,6 +80,23 @@ async def test_a_played_episode_reaches_the_learner_unchanged_through_its_file(s
     assert page.exists()
 
 
+async def test_a_step_records_when_its_model_answer_came(served):
+    """``timings["answered"]``: seconds from the episode's start to the answer; the simulated step time of
+    the benchmarks waits after it, so the episode runs on at least that long after its first answer."""
+    path, url = served
+    recorder = RecordingEngine(make_engine("hf", model_path=path, seed=5))
+    agent = recorder.marking(make_episode_agent("answer", {"choices": {"null": ["no", "ok"]}}, recorder,
+                                                simulated_step_seconds=(0.3, 0.0), rng=random.Random(0)))
+    async with AsyncEnvClient(url, encoding="raw") as client:
+        session = await client.session()
+        episode = await run_episode(session, agent, "null/echo", seed=3, trajectory_id="ep-1")
+        await session.close()
+    recorder.attach(episode)
+    answered = episode.steps[0].timings["answered"]
+    assert 0 < answered < episode.wall_seconds
+    assert 0.3 <= Sample.from_episode(episode).seconds_after_first_answer <= episode.wall_seconds - answered + 1e-6
+
+
 def test_a_step_with_pixels_is_written_by_the_writer_only(tmp_path):
     record = StepRecord(index=2, frame_id="f", screenshot="", screen_size=(4, 4), action=None,
                         prompt_images=[np.zeros((4, 4, 3), np.uint8)])

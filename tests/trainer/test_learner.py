@@ -146,3 +146,23 @@ def test_parts_outside_an_open_step_are_an_error(tiny):
         learner.add([])
     with pytest.raises(RuntimeError, match=r"call begin\(\) first"):
         learner.finish(Batch([], trainer_version=0))
+
+
+def test_a_step_reports_how_long_its_samples_episodes_ran_after_their_first_answer(tiny):
+    """The slowest sample's wait from its first model answer to its episode's end bounds how soon after its
+    weights a batch can be full (benchmarks/async_vs_sync.py turns it into the ceiling at each lag)."""
+    from mintgym.trajectory.types import Trajectory
+
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig(lr=1e-3, micro_batch=8))
+    bare = learner.step(_batch(engine, [1.0, 0.0], 0))
+    assert "time/after_answer_max" not in bare  # samples without an episode record: nothing measured
+    batch = _batch(engine, [1.0, 0.0, 0.0], 1)
+    for sample, (answered, ended) in zip(batch.samples, [(0.5, 3.0), (1.0, 9.0), (0.2, 2.2)]):
+        [turn] = sample.turns
+        turn.step.timings["answered"] = answered
+        sample.episode = Trajectory(id="e", task_id=sample.task_id, domain="null", instruction="", agent="answer",
+                                    steps=[turn.step], started=50.0, ended=50.0 + ended)
+    metrics = learner.step(batch)
+    assert metrics["time/after_answer_max"] == pytest.approx(8.0)
+    assert metrics["time/after_answer_mean"] == pytest.approx((2.5 + 8.0 + 2.0) / 3)
