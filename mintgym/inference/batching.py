@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -19,11 +21,14 @@ class _Pending:
 
 
 class RequestBatcher:
-    """Queues requests; a worker task sends up to ``max_batch_size`` of them to the engine at once.
+    """Queues requests; a worker task sends up to ``max_batch_size`` of them to the engine at once, the most
+    urgent first (lowest ``GenerationRequest.priority``, then the earliest).
 
-    A batch closes when no request came for ``window_s``, when it is full, or ``max_wait_s`` (default
-    5 x ``window_s``) after its first request. The engine runs in a thread, so
-    the event loop keeps accepting requests meanwhile. An engine error fails that batch's requests only.
+    A batch closes when no request came for ``window_s``, or ``max_wait_s`` (default 5 x ``window_s``) after
+    it began collecting, so a burst of callers is seen whole before it is split by priority; requests beyond
+    ``max_batch_size`` wait for the next batch, which goes at once if they fill it, ahead of any less urgent
+    newcomer. The engine runs in a thread, so the event loop keeps accepting requests meanwhile. An engine
+    error fails that batch's requests only.
     """
 
     def __init__(self, engine: InferenceEngine, max_batch_size: int = 16, window_s: float = 0.010,
@@ -67,20 +72,34 @@ class RequestBatcher:
 
     async def _run(self) -> None:
         assert self._queue is not None
+        waiting: list[tuple[int, int, _Pending]] = []  # a heap: (priority, arrival, request)
+        arrivals = itertools.count()
+
+        def hold(p: _Pending) -> None:
+            heapq.heappush(waiting, (p.request.priority, next(arrivals), p))
+
         while True:
-            batch = [await self._queue.get()]
-            # Keep collecting while requests keep coming (each within window_s of the last), up to
-            # max_wait_s after the first: a burst of callers lands in one batch, a lone caller waits window_s.
-            deadline = time.perf_counter() + self.max_wait_s
-            while len(batch) < self.max_batch_size:
+            carried = len(waiting)  # left over from the batch before: they have waited through it
+            if not waiting:
+                hold(await self._queue.get())
+            while not self._queue.empty():
+                hold(self._queue.get_nowait())
+            # Unless those left over fill a batch, keep collecting while requests keep coming (each within
+            # window_s of the last), up to max_wait_s: a burst of callers lands whole in the heap.
+            deadline = time.perf_counter() + (0.0 if carried >= self.max_batch_size else self.max_wait_s)
+            while True:
                 remaining = min(self.window_s, deadline - time.perf_counter())
                 if remaining <= 0:
                     break
                 try:
-                    batch.append(await asyncio.wait_for(self._queue.get(), remaining))
+                    hold(await asyncio.wait_for(self._queue.get(), remaining))
                 except TimeoutError:
                     break
-            batch = [p for p in batch if not p.future.cancelled()]
+            batch = []
+            while waiting and len(batch) < self.max_batch_size:
+                pending = heapq.heappop(waiting)[2]
+                if not pending.future.cancelled():
+                    batch.append(pending)
             if not batch:
                 continue
             self.batch_sizes.append(len(batch))

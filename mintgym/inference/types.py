@@ -63,6 +63,9 @@ class GenerationRequest:
     messages: list[dict[str, Any]]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     request_id: str | None = None
+    #: Which requests go first when an engine cannot serve all at once: lower first (vLLM's convention),
+    #: then in order of arrival. The in-process batcher orders by it; other engines ignore it.
+    priority: int = 0
 
 
 @dataclass

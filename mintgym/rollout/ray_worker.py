@@ -150,6 +150,8 @@ class RolloutWorker:
         #: Groups going (domain chosen, not ended yet) per domain: at most ``groups_in_flight`` each.
         self._going: dict[str, int] = dict.fromkeys(self._domain_turns, 0)
         self._weights_lock: asyncio.Lock | None = None
+        #: Per domain, seconds from an episode's first model answer to its end (moving average).
+        self._after_answer: dict[str, float] = {}
         self._stop = False
         self._ready = False
 
@@ -352,7 +354,7 @@ class RolloutWorker:
         from mintgym.rollout.episode import play_pooled
 
         spec = spec or self.spec
-        recorder = RecordingEngine(self.sampler, before_call)
+        recorder = RecordingEngine(self.sampler, before_call, priority=lambda: self.model_call_priority(domain))
         agent = recorder.marking(make_episode_agent(
             spec.agent, spec.agent_options, recorder, max_new_tokens=spec.max_new_tokens,
             temperature=spec.temperature, simulated_step_seconds=spec.simulated_step_seconds, rng=self._rng))
@@ -363,7 +365,20 @@ class RolloutWorker:
             self.stats["errors"] += 1
             return None
         recorder.attach(traj)
-        return Sample.from_episode(traj, domain, self.spec.worker_id)
+        sample = Sample.from_episode(traj, domain, self.spec.worker_id)
+        if sample.seconds_after_first_answer is not None:
+            self.note_after_answer(domain, sample.seconds_after_first_answer)
+        return sample
+
+    def note_after_answer(self, domain: str, seconds: float) -> None:
+        """An episode of ``domain`` ran ``seconds`` after its first model answer (a moving average per domain)."""
+        before = self._after_answer.get(domain)
+        self._after_answer[domain] = seconds if before is None else before + 0.1 * (seconds - before)
+
+    def model_call_priority(self, domain: str) -> int:
+        """The model calls of the domain whose episodes run on longest after their first answer go first
+        (lower is sooner): its groups are the last to fill a batch, so their answers are on its critical path."""
+        return -round(1000 * self._after_answer.get(domain, 0.0))
 
     async def close(self) -> None:
         for pool in self.pools.values():

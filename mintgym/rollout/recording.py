@@ -9,6 +9,7 @@ those steps).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
@@ -34,10 +35,14 @@ class RecordingEngine(InferenceEngine):
     temperature and answer time; :meth:`attach` then writes them into the episode record's steps (the
     engine's exact ids)."""
 
-    def __init__(self, inner: InferenceEngine, before_call: Callable[[], Awaitable[None]] | None = None):
-        """``before_call``: awaited before every call (the worker's admission and weight refresh)."""
+    def __init__(self, inner: InferenceEngine, before_call: Callable[[], Awaitable[None]] | None = None,
+                 priority: Callable[[], int] | None = None):
+        """``before_call``: awaited before every call (the worker's admission and weight refresh);
+        ``priority``: asked at every call, after ``before_call``, for its requests' priority
+        (``GenerationRequest.priority``)."""
         self.inner = inner
         self.before_call = before_call
+        self.priority = priority
         self.calls: list[_Call] = []
         self._step = -1
 
@@ -47,6 +52,9 @@ class RecordingEngine(InferenceEngine):
     async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
         if self.before_call is not None:
             await self.before_call()
+        if self.priority is not None:
+            priority = self.priority()
+            requests = [dataclasses.replace(r, priority=priority) for r in requests]
         out = await self.inner.agenerate(requests)
         answered = time.time()
         for req, gen in zip(requests, out):

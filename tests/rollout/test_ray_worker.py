@@ -287,3 +287,18 @@ async def test_a_worker_plays_groups_in_flight_groups_in_each_domain_at_once(set
     finally:
         await worker.close()
         ray.kill(buffer)
+
+
+def test_the_domain_whose_episodes_run_longest_after_their_answer_is_answered_first(setup, tmp_path):
+    """Its groups are the last to fill a batch, so its model calls go before the others' (lower priority
+    first); a domain not measured yet has priority 0, after any measured one."""
+    path, url = setup
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "web"), ("null/echo", [4], "pytool")],
+                      env_urls={"web": [url], "pytool": [url]}, agent_options={})
+    worker = RolloutWorker(spec, None, None)
+    assert worker.model_call_priority("web") == worker.model_call_priority("pytool") == 0
+    worker.note_after_answer("web", 4.0)
+    assert worker.model_call_priority("web") == -4000 < worker.model_call_priority("pytool") == 0
+    worker.note_after_answer("pytool", 2.0)
+    worker.note_after_answer("web", 1.0)  # one short episode moves the average a tenth of the way
+    assert worker.model_call_priority("web") == -3700 < worker.model_call_priority("pytool") == -2000
