@@ -341,7 +341,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     async def evaluate(session_id: str):
         session = session_of(session_id)
         try:
-            score = await manager.run(session, session.episode.evaluate, "evaluate")
+            score = await manager.evaluate(session)
         except EpisodeStateError as err:
             raise ApiError(409, "episode_state", str(err), session_id) from None
         return {"score": score, "task_id": session.episode.task.id if session.episode.task else None}

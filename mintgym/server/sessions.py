@@ -156,12 +156,25 @@ class SessionManager:
         return result
 
     async def step(self, session: Session, action, parse_error: str | None):
+        self._refuse_lost_episode(session, "step")
         outcome = await self.run(session, lambda: session.episode.step(action, parse_error), "step")
         if outcome.terminated or outcome.truncated:
             session.status = "ended"
         if outcome.info.get("agent_fault"):
             await self._recover_after_fault(session)
         return outcome
+
+    async def evaluate(self, session: Session) -> float:
+        self._refuse_lost_episode(session, "evaluate")
+        return await self.run(session, lambda: session.episode.evaluate(), "evaluate")
+
+    @staticmethod
+    def _refuse_lost_episode(session: Session, what: str) -> None:
+        """A session whose environment was replaced (a crash, a timeout, or found dead by the health check
+        between calls) lost its episode: a call on it is the environment's failure, not a call out of order."""
+        if session.status == "needs_reset":
+            raise SessionFault("session_failed", f"{what}: this session's environment was replaced "
+                               f"({session.last_failure}); its episode is lost, call reset", session.id)
 
     async def _recover_after_fault(self, session: Session) -> None:
         """After the agent broke its own episode, make sure the next reset finds a working environment.

@@ -144,6 +144,9 @@ def test_crashed_session_is_replaced_and_others_go_on(server):
         assert ok.status_code == 200
         status = {s["session_id"]: s for s in c.get("/v1/sessions").json()["sessions"]}
         assert status[a]["status"] == "needs_reset" and status[a]["failures"] == 1
+        again = c.post(f"/v1/sessions/{a}/step", json={"action": {"type": "done"}})  # its episode is gone
+        assert again.status_code == 500 and error_of(again)["code"] == "session_failed"
+        assert "its episode is lost, call reset" in error_of(again)["message"]
         reset(c, a)  # the replacement works
         assert c.get("/v1/health").json()["replaced"] == 1
 
