@@ -105,9 +105,16 @@ class SessionManager:
             log.warning("closing an environment failed: %s", err)
 
     # ---- guarded calls ---------------------------------------------------------------------------
-    async def run(self, session: Session, call: Callable[[], Awaitable[T]], what: str) -> T:
-        """Run one environment call for ``session`` under its lock and the timeout; recover on failure."""
+    async def run(self, session: Session, call: Callable[[], Awaitable[T]], what: str, *,
+                  on_episode: bool = False) -> T:
+        """Run one environment call for ``session`` under its lock and the timeout; recover on failure.
+        ``on_episode``: the call works on the session's episode, which a replaced environment (a crash, a
+        timeout, or found dead by the health check between calls) lost: refused as the environment's
+        failure, not as a call out of order."""
         async with session.lock:
+            if on_episode and session.status == "needs_reset":
+                raise SessionFault("session_failed", f"{what}: this session's environment was replaced "
+                                   f"({session.last_failure}); its episode is lost, call reset", session.id)
             session.last_used = time.monotonic()
             try:
                 return await asyncio.wait_for(call(), self.request_timeout)
@@ -156,8 +163,7 @@ class SessionManager:
         return result
 
     async def step(self, session: Session, action, parse_error: str | None):
-        self._refuse_lost_episode(session, "step")
-        outcome = await self.run(session, lambda: session.episode.step(action, parse_error), "step")
+        outcome = await self.run(session, lambda: session.episode.step(action, parse_error), "step", on_episode=True)
         if outcome.terminated or outcome.truncated:
             session.status = "ended"
         if outcome.info.get("agent_fault"):
@@ -165,16 +171,7 @@ class SessionManager:
         return outcome
 
     async def evaluate(self, session: Session) -> float:
-        self._refuse_lost_episode(session, "evaluate")
-        return await self.run(session, lambda: session.episode.evaluate(), "evaluate")
-
-    @staticmethod
-    def _refuse_lost_episode(session: Session, what: str) -> None:
-        """A session whose environment was replaced (a crash, a timeout, or found dead by the health check
-        between calls) lost its episode: a call on it is the environment's failure, not a call out of order."""
-        if session.status == "needs_reset":
-            raise SessionFault("session_failed", f"{what}: this session's environment was replaced "
-                               f"({session.last_failure}); its episode is lost, call reset", session.id)
+        return await self.run(session, lambda: session.episode.evaluate(), "evaluate", on_episode=True)
 
     async def _recover_after_fault(self, session: Session) -> None:
         """After the agent broke its own episode, make sure the next reset finds a working environment.

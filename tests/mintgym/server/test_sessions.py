@@ -50,3 +50,26 @@ async def test_a_step_after_the_health_check_replaced_a_dead_environment_is_a_se
         assert await manager.evaluate(victim) == 1.0
     finally:
         await manager.close_all()
+
+
+async def test_a_step_waiting_for_the_session_while_the_health_check_replaces_it_is_a_session_failure():
+    """The check is made under the session's lock: a step queued behind the sweep's replacement does not
+    reach the fresh episode (which would answer 'step() before reset()')."""
+    import asyncio
+
+    manager = SessionManager(_MortalHost(width=64, height=48), request_timeout=10)
+    task = registration.task("null/echo")
+    victim = await manager.create(frozenset(), {})
+    try:
+        await manager.reset(victim, task, 3)
+        await victim.lock.acquire()  # the sweep holds the session...
+        step = asyncio.ensure_future(manager.step(victim, Click(x=3, y=3), None))
+        await asyncio.sleep(0.05)  # ...while the step waits for it
+        assert not step.done()
+        await manager._replace(victim, "environment found dead by the health check")
+        victim.lock.release()
+        with pytest.raises(SessionFault) as fault:
+            await step
+        assert fault.value.code == "session_failed" and "its episode is lost" in str(fault.value)
+    finally:
+        await manager.close_all()
