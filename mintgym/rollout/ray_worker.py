@@ -366,8 +366,9 @@ class RolloutWorker:
             return None
         recorder.attach(traj)
         sample = Sample.from_episode(traj, domain, self.spec.worker_id)
-        if sample.seconds_after_first_answer is not None:
-            self.note_after_answer(domain, sample.seconds_after_first_answer)
+        after = sample.seconds_after_first_answer
+        if after is not None:
+            self.note_after_answer(domain, after)
         return sample
 
     def note_after_answer(self, domain: str, seconds: float) -> None:
