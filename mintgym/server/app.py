@@ -330,7 +330,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         session = session_of(session_id)
         if encoding not in IMAGE_CONTENT_TYPES:
             raise ApiError(422, "bad_request", f"unknown encoding {encoding!r}; use one of {', '.join(IMAGE_CONTENT_TYPES)}")
-        shot = await manager.run(session, session.episode.env.screenshot, "screenshot")
+        shot = await manager.run(session, lambda: session.episode.env.screenshot(), "screenshot")
         data = encode_image(shot, FrameOptions(encoding=encoding, jpeg_quality=max(1, min(100, jpeg_quality))))
         headers = {"X-MintGym-Shape": ",".join(str(d) for d in shot.shape)}
         if as_json:  # slow path for debugging and non-binary clients
@@ -351,7 +351,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         """The task oracle's next action for the current state (for scripted test agents)."""
         session = session_of(session_id)
         try:
-            action = await manager.run(session, session.episode.oracle_action, "oracle")
+            action = await manager.oracle(session)
         except EpisodeStateError as err:
             raise ApiError(409, "episode_state", str(err), session_id) from None
         except NotImplementedError as err:

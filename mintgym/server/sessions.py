@@ -173,6 +173,10 @@ class SessionManager:
     async def evaluate(self, session: Session) -> float:
         return await self.run(session, lambda: session.episode.evaluate(), "evaluate", on_episode=True)
 
+    async def oracle(self, session: Session):
+        """The task oracle's next action for the episode's current state."""
+        return await self.run(session, lambda: session.episode.oracle_action(), "oracle", on_episode=True)
+
     async def _recover_after_fault(self, session: Session) -> None:
         """After the agent broke its own episode, make sure the next reset finds a working environment.
 

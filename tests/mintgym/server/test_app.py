@@ -147,6 +147,8 @@ def test_crashed_session_is_replaced_and_others_go_on(server):
         again = c.post(f"/v1/sessions/{a}/step", json={"action": {"type": "done"}})  # its episode is gone
         assert again.status_code == 500 and error_of(again)["code"] == "session_failed"
         assert "its episode is lost, call reset" in error_of(again)["message"]
+        oracle = c.post(f"/v1/sessions/{a}/oracle")  # nor is there an episode state to advise on
+        assert oracle.status_code == 500 and error_of(oracle)["code"] == "session_failed"
         reset(c, a)  # the replacement works
         assert c.get("/v1/health").json()["replaced"] == 1
 

@@ -39,13 +39,15 @@ async def test_a_step_after_the_health_check_replaced_a_dead_environment_is_a_se
         await manager.step(victim, Click(x=3, y=3), None)
         victim.env.dead = True  # dies between two steps of its episode
         assert await manager.health_sweep() == 1
-        for call in (lambda: manager.step(victim, Done(answer="ok"), None), lambda: manager.evaluate(victim)):
+        for call in (lambda: manager.step(victim, Done(answer="ok"), None), lambda: manager.evaluate(victim),
+                     lambda: manager.oracle(victim)):
             with pytest.raises(SessionFault) as fault:
                 await call()
             assert fault.value.code == "session_failed"
             assert "replaced (environment found dead by the health check); its episode is lost" in str(fault.value)
         assert (await manager.step(other, Click(x=3, y=3), None)).info.get("error") is None  # the other goes on
         await manager.reset(victim, task, 3)  # the replacement works, and its episode scores as usual
+        assert await manager.oracle(victim) == Done(answer="ok")
         assert (await manager.step(victim, Done(answer="ok"), None)).reward == 1.0
         assert await manager.evaluate(victim) == 1.0
     finally:
