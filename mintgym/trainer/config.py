@@ -392,8 +392,7 @@ def _describe(problem: dict[str, Any]) -> str:
     if kind == "value_error":
         return f"{loc}: {problem['msg'].removeprefix('Value error, ')}" if problem["loc"] else \
             problem["msg"].removeprefix("Value error, ")
-    field = _field_at(problem["loc"])
-    expected = _expected(field) if field is not None else problem["msg"]
+    expected = _expected_at(tuple(problem["loc"])) or problem["msg"]
     return f"{loc}: expected {expected}, got {got!r}"
 
 
@@ -423,40 +422,91 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
-def _field_at(loc: tuple) -> Any:
-    return _walk(loc)[1]
-
-
 def _known_keys(loc: tuple) -> list[str]:
     model = _walk(loc)[0] if loc else RunConfig
     return list(model.model_fields) if model is not None else []
 
 
-def _expected(info: Any) -> str:
+def _expected_at(loc: tuple) -> str | None:
+    """What the config takes at ``loc`` (a field, or an item or value inside one), in words; None where ``loc``
+    names nothing the config declares."""
     import typing
 
+    annotation: Any = RunConfig
+    metadata: list[Any] = []
+    for part in loc:
+        annotation, metadata = _unwrapped(annotation, metadata)
+        members = _members(annotation)
+        if len(members) == 1:
+            annotation = members[0]
+        annotation, metadata = _unwrapped(annotation, metadata)
+        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if not isinstance(part, str) or part not in annotation.model_fields:
+                return None
+            info = annotation.model_fields[part]
+            annotation, metadata = info.annotation, list(info.metadata)
+        elif origin is list and isinstance(part, int):
+            annotation, metadata = args[0], []
+        elif origin is tuple and isinstance(part, int) and args:
+            annotation, metadata = (args[0] if args[-1] is Ellipsis else args[min(part, len(args) - 1)]), []
+        elif origin is dict:
+            annotation, metadata = args[1], []
+        else:
+            return None
+    return _type_words(annotation, metadata)
+
+
+def _unwrapped(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
+    """``Annotated[X, ...]`` as X with its metadata added."""
+    import typing
+
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation, *extra = typing.get_args(annotation)
+        return annotation, [*metadata, *extra]
+    return annotation, metadata
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The non-null members of a union annotation ([annotation] for any other)."""
+    import types
+    import typing
+
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [a for a in typing.get_args(annotation) if a is not type(None)]
+    return [annotation]
+
+
+def _type_words(annotation: Any, metadata: list[Any]) -> str:
+    """``annotation`` in words: ``an integer >= 0``, ``a number > 0 or null``, ``a mapping to a number``."""
+    import typing
+
+    annotation, metadata = _unwrapped(annotation, metadata)
+    members = _members(annotation)
+    optional = type(None) in typing.get_args(annotation)
+    if len(members) > 1:
+        return " or ".join(_type_words(m, []) for m in members) + (" or null" if optional else "")
+    annotation, metadata = _unwrapped(members[0], metadata)
     names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-    ann = info.annotation
-    union = typing.get_origin(ann) in (typing.Union, getattr(__import__("types"), "UnionType", None))
-    args = [a for a in typing.get_args(ann) if a is not type(None)] if union else [ann]
-    optional = union and type(None) in typing.get_args(ann)
-    base = args[0] if len(args) == 1 else ann
-    if typing.get_origin(base) is Literal:
-        text = "one of " + ", ".join(repr(v) for v in typing.get_args(base))
-    elif base in names:
-        text = names[base]
-        for meta in info.metadata:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Literal:
+        text = "one of " + ", ".join(repr(v) for v in args)
+    elif annotation in names:
+        text = names[annotation]
+        for meta in metadata:
             for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
                 bound = getattr(meta, attr, None)
                 if bound is not None and isinstance(meta, (annotated_types.Gt, annotated_types.Ge,
                                                            annotated_types.Lt, annotated_types.Le)):
                     text += f" {sign} {bound}"
-    elif typing.get_origin(base) in (list, tuple):
-        text = "a list" if typing.get_origin(base) is list else f"a list of {len(typing.get_args(base))}"
-    elif typing.get_origin(base) is dict:
+    elif origin is list:
+        text = "a list"
+    elif origin is tuple:
+        text = "a list" if args and args[-1] is Ellipsis else f"a list of {len(args)}"
+    elif origin is dict:
         text = "a mapping"
-    elif isinstance(base, type) and issubclass(base, BaseModel):
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
         text = "a mapping (a section)"
     else:
-        text = str(base)
+        text = str(annotation)
     return text + (" or null" if optional else "")

@@ -25,6 +25,11 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
     (["train.correction=clip"], r"^train.correction: expected one of 'none', .*'ppo_clip', got 'clip'$"),
     (["train.steps=2.5"], r"^train.steps: expected an integer >= 1, got 2.5$"),
     (["tasks.0.seeds=[]"], r"^tasks.0.seeds: expected at least 1 item\(s\), got \[\]$"),
+    # an item or value inside a field is described by its own type, not the field's
+    (["tasks.0.seeds=[1, x]"], r"^tasks.0.seeds.1: expected an integer, got 'x'$"),
+    (["train.domain_weights={'null': heavy}"], r"^train.domain_weights.null: expected a number, got 'heavy'$"),
+    (["rollout.simulated_step_seconds=[slow, 0.5]"],
+     r"^rollout.simulated_step_seconds.0: expected a number, got 'slow'$"),
     (["tasks.2.id=x"], r"^tasks.2: no such item \(tasks has 1;"),
     (["train.domain_weights={web: 1.0}"], r"domain_weights name \['web'\], not domains of the tasks"),
     (["envs.0.domain='null'", "envs.0.resources={a: 1}"], r"^envs.0: .*need provider: ray, not 'local'$"),
