@@ -437,9 +437,8 @@ def _expected_at(loc: tuple) -> str | None:
     for part in loc:
         annotation, metadata = _unwrapped(annotation, metadata)
         members = _members(annotation)
-        if len(members) == 1:
-            annotation = members[0]
-        annotation, metadata = _unwrapped(annotation, metadata)
+        if len(members) == 1:  # X or null: what is inside X
+            annotation, metadata = _unwrapped(members[0], metadata)
         origin, args = typing.get_origin(annotation), typing.get_args(annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             if not isinstance(part, str) or part not in annotation.model_fields:
@@ -478,7 +477,7 @@ def _members(annotation: Any) -> list[Any]:
 
 
 def _type_words(annotation: Any, metadata: list[Any]) -> str:
-    """``annotation`` in words: ``an integer >= 0``, ``a number > 0 or null``, ``a mapping to a number``."""
+    """``annotation`` in words: ``an integer >= 0``, ``a number > 0 or null``, ``one of 'async', 'sync'``."""
     import typing
 
     annotation, metadata = _unwrapped(annotation, metadata)
