@@ -396,49 +396,29 @@ def _describe(problem: dict[str, Any]) -> str:
     return f"{loc}: expected {expected}, got {got!r}"
 
 
-def _walk(loc: tuple) -> tuple[Any, Any]:
-    """(model class, FieldInfo) at ``loc`` in RunConfig (None for what is not a model field)."""
-    model: Any = RunConfig
-    info = None
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if model is None or part not in model.model_fields:
-            return None, None
-        info = model.model_fields[part]
-        model = _model_in(info.annotation)
-    return model, info
-
-
-def _model_in(annotation: Any) -> Any:
-    import typing
-
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
-
-
 def _known_keys(loc: tuple) -> list[str]:
-    model = _walk(loc)[0] if loc else RunConfig
-    return list(model.model_fields) if model is not None else []
+    """The keys of the section at ``loc`` (none where ``loc`` is not a section)."""
+    found = _declared_at(loc)
+    section = _inner(*found)[0] if found is not None else None
+    return list(section.model_fields) if isinstance(section, type) and issubclass(section, BaseModel) else []
 
 
 def _expected_at(loc: tuple) -> str | None:
     """What the config takes at ``loc`` (a field, or an item or value inside one), in words; None where ``loc``
     names nothing the config declares."""
+    found = _declared_at(loc)
+    return _type_words(*found) if found is not None else None
+
+
+def _declared_at(loc: tuple) -> tuple[Any, list[Any]] | None:
+    """The type the config declares at ``loc`` (a section, a field, or an item or value inside one) and its
+    metadata (bounds); None where ``loc`` names nothing the config declares."""
     import typing
 
     annotation: Any = RunConfig
     metadata: list[Any] = []
     for part in loc:
-        annotation, metadata = _unwrapped(annotation, metadata)
-        members = _members(annotation)
-        if len(members) == 1:  # X or null: what is inside X
-            annotation, metadata = _unwrapped(members[0], metadata)
+        annotation, metadata = _inner(annotation, metadata)
         origin, args = typing.get_origin(annotation), typing.get_args(annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             if not isinstance(part, str) or part not in annotation.model_fields:
@@ -453,7 +433,14 @@ def _expected_at(loc: tuple) -> str | None:
             annotation, metadata = args[1], []
         else:
             return None
-    return _type_words(annotation, metadata)
+    return annotation, metadata
+
+
+def _inner(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
+    """What is inside ``annotation``: ``Annotated`` unwrapped (its metadata added), and X for X or null."""
+    annotation, metadata = _unwrapped(annotation, metadata)
+    members = _members(annotation)
+    return _unwrapped(members[0], metadata) if len(members) == 1 else (annotation, metadata)
 
 
 def _unwrapped(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
