@@ -67,3 +67,35 @@ def test_import_is_cheap(module):
     code = f"import sys, {module}; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"importing {module} pulled in {out}"
+
+
+def _layer(path: Path) -> int | None:
+    import re
+
+    doc = ast.get_docstring(ast.parse(path.read_text(), str(path))) or ""
+    found = re.match(r"Layer (\d+)", doc)
+    return int(found.group(1)) if found else None
+
+
+def _module_file(name: str) -> Path | None:
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        for candidate in (REPO.joinpath(*parts[:end]).with_suffix(".py"), REPO.joinpath(*parts[:end], "__init__.py")):
+            if candidate.exists():
+                return candidate
+    return None
+
+
+def test_each_core_module_imports_only_its_own_or_lower_layers():
+    """Every module whose docstring names its layer (DESIGN.md section 1); imports inside functions count too."""
+    layers = {path: _layer(path) for path in sorted((REPO / "mintgym").rglob("*.py"))}
+    upward = []
+    for path, layer in layers.items():
+        if layer is None:
+            continue
+        for name in imports_of(path)[str(path.relative_to(REPO))]:
+            target = _module_file(name) if name.startswith("mintgym.") else None
+            if target is not None and (layers.get(target) or 0) > layer:
+                upward.append(f"{path.relative_to(REPO)} (layer {layer}) imports {name} (layer {layers[target]})")
+    assert upward == []
+    assert sum(layer is not None for layer in layers.values()) > 40  # the check reads the docstrings it means to

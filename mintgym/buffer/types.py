@@ -1,4 +1,4 @@
-"""Layer 5: the records a rollout worker pushes and the trainer consumes.
+"""Layer 0 (beside the buffer that holds them): the records a rollout worker pushes and the trainer consumes.
 
 A :class:`Turn` is one model call exactly as the engine made it: the prompt token ids it fed the model,
 the token ids it sampled and their logprobs, the images of the prompt and the weights version; it is a view

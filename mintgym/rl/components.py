@@ -105,7 +105,8 @@ class Run:
                                                   resources=ro.worker_resources or None, max_concurrency=1000)
         tasks = [(t.id, t.seeds, t.domain) for t in cfg.tasks for _ in range(t.weight)]
         for i in range(ro.workers):
-            spec = WorkerSpec(worker_id=i, model_path=self.model_path, tasks=tasks, env_urls=self.env_urls,
+            spec = WorkerSpec(worker_id=i, model_path=self.model_path, tasks=tasks,
+                              env_urls=wiring.servers_of_worker(self.env_urls, i, ro.workers),
                               eval_seeds={t.id: t.eval_seeds for t in cfg.tasks if t.eval_seeds},
                               session_options={d: cfg.env_for(d).session_options for d in cfg.domains},
                               engine=cfg.engine.name, engine_options=cfg.engine.options,

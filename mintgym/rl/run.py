@@ -7,7 +7,7 @@ buffer actor; rollout worker actors placed by ``rollout.worker_resources``; the 
 - ``async``: workers play continuously and push groups; each step the trainer streams a mixed batch from
   the buffer (each group's gradient computed as it arrives, one optimizer step when the quotas are full),
   and publishes weights every ``sync_every`` steps. Workers load them before their
-  next group and acknowledge them to the transport; a publication not loaded by every worker within
+  next model call and acknowledge them to the transport; a publication not loaded by every worker within
   ``sync_timeout`` fails the run with who is behind and what it was doing.
 - ``sync``: each step the workers play exactly one batch with the current weights, the trainer trains,
   publishes, and waits (``sync_timeout``) until every worker has loaded the new weights.

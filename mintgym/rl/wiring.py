@@ -84,6 +84,16 @@ def env_servers(cfg: RunConfig, groups: list[ServerGroup]) -> dict[str, list[str
     return urls
 
 
+def servers_of_worker(urls: dict[str, list[str]], worker: int, workers: int) -> dict[str, list[str]]:
+    """The env servers rollout worker ``worker`` of ``workers`` plays on, per domain: every server whose index
+    is ``worker`` modulo ``workers``, so each server serves some worker; with fewer servers than workers,
+    worker i shares server ``i % len(urls)`` with others."""
+    if not 0 <= worker < workers:
+        raise ValueError(f"worker {worker} is not one of {workers} workers")
+    return {domain: (domain_urls[worker::workers] or [domain_urls[worker % len(domain_urls)]])
+            for domain, domain_urls in urls.items()}
+
+
 def weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
     """The transport ``weights.transport`` names, with no version published and no acknowledgement yet:
     ``ray`` (the object store), ``filesystem`` (``.npz`` files), ``vllm`` (safetensors files each vLLM engine

@@ -41,7 +41,7 @@ def make_episode_agent(kind: str, options: dict[str, Any], engine: InferenceEngi
                        simulated_step_seconds: tuple[float, float] | None = None,
                        rng: random.Random | None = None) -> Agent:
     """A new ``kind`` agent with ``options`` sampling from ``engine`` (``max_new_tokens``, ``temperature``
-    unless the options set them); ``simulated_step_seconds`` (mean, sigma) wraps it in
+    unless the options set them, or, for ``vlm``, its ``sampling``); ``simulated_step_seconds`` (mean, sigma) wraps it in
     :class:`SimulatedLatency` drawing from ``rng``."""
     if kind == "answer":
         # Wired by name so this layer never imports mintgym.agents at module level.
@@ -53,7 +53,10 @@ def make_episode_agent(kind: str, options: dict[str, Any], engine: InferenceEngi
         from mintgym.inference import SamplingParams
 
         options = dict(options)
-        options.setdefault("sampling", SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature))
+        if "sampling" not in options:  # the rollout's sampling, where the options do not set their own
+            options["sampling"] = SamplingParams(max_new_tokens=options.pop("max_new_tokens", max_new_tokens),
+                                                 temperature=options.pop("temperature", temperature),
+                                                 top_p=options.pop("top_p", 1.0))
         options.setdefault("retries", 0)
         options.setdefault("seeded", False)  # the G episodes of a group share a task seed: they must sample apart
         agent = vlm.VLMAgent(engine=engine, **options)

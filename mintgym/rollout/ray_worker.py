@@ -32,7 +32,7 @@ import math
 import random
 import uuid
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,8 @@ class WorkerSpec:
     model_path: str
     #: (task id, seeds or None, env domain) the worker cycles through.
     tasks: list[tuple[str, list[int] | None, str]]
-    #: Env server URLs per domain; worker i uses ``urls[i % len(urls)]``.
+    #: This worker's env server URLs per domain (its share: ``mintgym.rl.wiring.servers_of_worker``); its
+    #: pool of each domain spreads its sessions over them.
     env_urls: dict[str, list[str]]
     #: Seeds of the final evaluation per task id, where they differ from the training seeds.
     eval_seeds: dict[str, list[int]] = field(default_factory=dict)
@@ -179,9 +180,9 @@ class RolloutWorker:
             self.sampler = batched.BatchedEngine(self.engine, max_batch_size=self.engine.max_batch_size)
         size = self.spec.group_size * self.spec.groups_in_flight
         for domain, urls in self.spec.env_urls.items():
-            client = AsyncEnvClient(urls[self.spec.worker_id % len(urls)], encoding="raw")
-            self.clients.append(client)
-            self.pools[domain] = await EnvPool(client, size, env_options=self.spec.session_options.get(domain),
+            clients = [AsyncEnvClient(url, encoding="raw") for url in urls]
+            self.clients += clients
+            self.pools[domain] = await EnvPool(clients, size, env_options=self.spec.session_options.get(domain),
                                               max_steps=self.spec.max_turns).start()
         await self.buffer.register_worker.remote(self.spec.worker_id)
         await self.refresh_weights()
@@ -323,9 +324,16 @@ class RolloutWorker:
         free = room.get(domain)
         return math.inf if free is None else free - self._choosing.get(domain, 0)
 
+    def _any_seed_but(self, held_out: Iterable[int]) -> int:
+        """A seed from the worker's stream that is not one of the task's held-out evaluation seeds."""
+        held_out = set(held_out)
+        while (seed := self._rng.randrange(2**31)) in held_out:
+            pass
+        return seed
+
     async def _one_group(self) -> None:
         task_id, seeds, domain = await self._next_task()
-        seed = self._rng.choice(seeds) if seeds else self._rng.randrange(2**31)
+        seed = self._rng.choice(seeds) if seeds else self._any_seed_but(self.spec.eval_seeds.get(task_id, ()))
         group_id = f"{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
         admission = _GroupAdmission(self, domain)
         self._choosing[domain] = self._choosing.get(domain, 0) + 1

@@ -1,14 +1,16 @@
-"""Layer 3: EnvPool -- N env sessions kept warm on one server, with resets done in the background.
+"""Layer 3: EnvPool -- N env sessions kept warm on one or more servers, with resets done in the background.
 
 ``prepare(task_id, seed)`` resets an idle session ahead of time; ``checkout(task_id, seed)`` hands out a
 session already reset for that episode (or resets one now), the most recently returned idle one first (the
 warm ones); ``checkin`` returns it. A session whose environment failed is closed and replaced by a new one,
-so the pool keeps its size.
+so the pool keeps its size. Given several servers' clients, the pool opens its sessions on them in turn
+and replaces a failed session on the server it was on.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mintgym.client.aio import AsyncEnvClient, AsyncSession
@@ -28,11 +30,14 @@ RETIRING_FAULTS = ("env", "timeout")
 
 
 class EnvPool:
-    def __init__(self, client: AsyncEnvClient, size: int, side_channels: tuple[str, ...] = (),
-                 env_options: dict | None = None, max_steps: int | None = None):
+    def __init__(self, client: AsyncEnvClient | Sequence[AsyncEnvClient], size: int,
+                 side_channels: tuple[str, ...] = (), env_options: dict | None = None, max_steps: int | None = None):
         if size < 1:
             raise ValueError(f"an EnvPool needs at least one session, got size={size}")
-        self.client = client
+        #: The servers' clients; session i of ``start`` opens on ``clients[i % len(clients)]``.
+        self.clients = [client] if isinstance(client, AsyncEnvClient) else list(client)
+        if not self.clients:
+            raise ValueError("an EnvPool needs at least one server's client, got none")
         self.size = size
         self.side_channels = side_channels
         self.env_options = env_options or {}
@@ -46,13 +51,14 @@ class EnvPool:
         self.replaced = 0
 
     async def start(self) -> "EnvPool":
-        sessions = await asyncio.gather(*(self._new_session() for _ in range(self.size)))
+        clients = self.clients
+        sessions = await asyncio.gather(*(self._new_session(clients[i % len(clients)]) for i in range(self.size)))
         for s in sessions:
             self._idle.put_nowait(s)
         return self
 
-    async def _new_session(self) -> AsyncSession:
-        return await self.client.session(self.side_channels, self.env_options)
+    async def _new_session(self, client: AsyncEnvClient) -> AsyncSession:
+        return await client.session(self.side_channels, self.env_options)
 
     def prepare(self, task_id: str | None, seed: int | None) -> bool:
         """Reset an idle session for (task_id, seed) in the background; False when none is idle."""
@@ -92,7 +98,7 @@ class EnvPool:
         if failed:
             await session.close()
             try:
-                session = await self._new_session()
+                session = await self._new_session(session.client)  # on the server it was on
                 self.replaced += 1
             except MintGymError:
                 self.size -= 1  # the server cannot give us another; shrink rather than hang

@@ -11,7 +11,8 @@ naming the key::
     {'train': {'lr': '3e-4'}, 'rollout': {'group_size': 4}}
 
 Where env servers run is chosen per domain (``envs[].provider``: ``local``, ``docker``, ``ray``, or given
-``urls``) and how weights travel by ``weights.transport`` (``ray`` object store, ``filesystem``).
+``urls``) and how weights travel by ``weights.transport`` (``ray`` object store, ``filesystem``, or
+``vllm``: files each vLLM engine loads in place).
 """
 
 from __future__ import annotations
@@ -54,11 +55,15 @@ class EngineConfig(_Part):
 
 
 class AgentConfig(_Part):
-    kind: Literal["answer", "vlm"] = Field("answer", description="``answer``: one short sampled answer submitted "
-                                           "as ``done(answer=...)``; ``vlm``: the full VLMAgent.")
+    kind: Literal["answer", "vlm"] = Field("answer", description="``answer``: one short sampled answer, submitted "
+                                           "as ``done(answer=...)`` or, with ``click_grid``, clicked as the grid "
+                                           "cell it names; ``vlm``: the full VLMAgent.")
     options: dict[str, Any] = Field(default_factory=dict, description="Options of the agent (``answer``: "
-                                    "``choices`` per domain; ``vlm``: VLMAgent keyword options).")
-    max_turns: int | None = Field(None, ge=1, description="Most model turns per episode: the env session "
+                                    "``choices`` per domain; ``vlm``: VLMAgent keyword options). "
+                                    "``max_new_tokens``, ``temperature`` (and vlm's ``top_p``) here take the "
+                                    "place of the rollout's.")
+    max_turns: int | None = Field(None, ge=1, description="Most env steps per episode (an invalid action's "
+                                  "step and the answer agent's closing ``done()`` count): the env session "
                                   "truncates the episode there and scores its state (None: the task's limit).")
 
 
@@ -68,7 +73,9 @@ class EnvConfig(_Part):
         "local", description="Where this domain's env servers run: ``local`` (subprocesses of the trainer), "
                              "``docker`` (a container each), ``ray`` (a Ray actor each, placed by ``resources``). "
                              "Ignored when ``urls`` are given.")
-    servers: int = Field(1, ge=1, description="Env servers of this domain; workers are spread over them.")
+    servers: int = Field(1, ge=1, description="Env servers of this domain. Each rollout worker plays "
+                         "on its share (server i serves worker i mod ``rollout.workers``; with fewer servers "
+                         "than workers, workers share one), its sessions spread over them.")
     num_cpus: float | None = Field(None, ge=0, description="``ray`` provider: CPUs each server reserves on its "
                                    "node (None: 0, nothing reserved).")
     resources: dict[str, float] = Field(default_factory=dict, description="``ray`` provider: custom Ray "
@@ -78,7 +85,7 @@ class EnvConfig(_Part):
                                              "docker's ``image``, ``network``, ``cpus``, ``memory`` ...; ray's "
                                              "``bind``, ``scheduling``, ``memory`` ... (see mintgym.runtime).")
     host_options: dict[str, Any] = Field(default_factory=dict, description="Host options passed to each server "
-                                         "(``mintgym serve --host-options``).")
+                                         "(as ``mintgym serve -o KEY=VALUE`` gives them).")
     session_options: dict[str, Any] = Field(default_factory=dict, description="Options of every env session the "
                                             "workers open on this domain (web's ``miniwob_time_limit_ms``, "
                                             "``viewport`` ...); the server validates them when a worker starts.")
@@ -97,8 +104,9 @@ class TaskConfig(_Part):
     seeds: list[int] | None = Field(None, min_length=1, description="Seeds episodes draw from (None: any seed "
                                     "from the worker's stream).")
     eval_seeds: list[int] | None = Field(None, min_length=1, description="Seeds of the final evaluation, held out "
-                                         "from training (None: the training seeds); ``train.eval_groups`` groups "
-                                         "take them in turn.")
+                                         "from training: none may be in ``seeds`` or ``oracle_seeds``, and a task "
+                                         "without ``seeds`` never draws them (None: the training seeds); "
+                                         "``train.eval_groups`` groups take them in turn.")
     oracle_seeds: list[int] | None = Field(None, min_length=1, description="Seeds the warm start's oracle "
                                            "plays (``warm_start.oracle``; None: ``seeds``). Chosen apart from "
                                            "``seeds``, RL is rewarded on seeds the warm start never showed.")
@@ -108,11 +116,13 @@ class TaskConfig(_Part):
                         "to the others.")
 
     @model_validator(mode="after")
-    def _oracle_seeds_not_held_out(self) -> "TaskConfig":
-        leaked = sorted(set(self.oracle_seeds or ()) & set(self.eval_seeds or ()))
-        if leaked:
-            raise ValueError(f"oracle_seeds and eval_seeds share seed(s) {leaked[:5]}: the warm start would "
-                             "train on the held-out evaluation")
+    def _eval_seeds_held_out(self) -> "TaskConfig":
+        for name, seeds, what in (("seeds", self.seeds, "RL would train"),
+                                  ("oracle_seeds", self.oracle_seeds, "the warm start would train")):
+            leaked = sorted(set(seeds or ()) & set(self.eval_seeds or ()))
+            if leaked:
+                raise ValueError(f"{name} and eval_seeds share seed(s) {leaked[:5]}: {what} on the held-out "
+                                 "evaluation")
         return self
 
     @property
@@ -154,7 +164,7 @@ class TrainConfig(_Part):
     domain_weights: dict[str, float] | None = Field(None, description="Domain weights of the mixer, each > 0 "
                                                     "(None: equal shares).")
     max_lag: int | None = Field(4, ge=0, description="Most versions a sample may lag the trainer; enforced at "
-                                "admission and at batch time (None: unbounded).")
+                                "admission and at batch time (None: unbounded; ``sync`` mode uses 0).")
     correction: Literal["none", "unclipped_token_is", "truncated_is", "ppo_clip"] = Field(
         "unclipped_token_is", description="Off-policy correction.")
     advantage: Literal["grpo", "rloo"] = Field("grpo", description="Advantage estimator: ``grpo`` "
@@ -244,7 +254,8 @@ class WarmStartConfig(_Part):
     oracle: bool = Field(False, description="Play every task's oracle (the scripted agent) on its "
                          "``oracle_seeds`` (else its training ``seeds``) through the run's env servers, export "
                          "those episodes with the run's agent (as ``mintgym export --agent`` does) to "
-                         "``<out>/warm_start/dataset``, and train on it. Held-out ``eval_seeds`` are never played.")
+                         "``<out>/warm_start/dataset``, and train on it. Held-out ``eval_seeds`` are never played (a task's ``seeds`` and "
+                         "``oracle_seeds`` may not hold any).")
     dataset: str | None = Field(None, description="Or a dataset written by ``mintgym export RUN --agent KIND``.")
     steps: int = Field(0, ge=0, description="Supervised steps (0: no warm start).")
     lr: float = Field(1e-3, gt=0, description="Adam learning rate of the supervised steps.")

@@ -1,7 +1,8 @@
 """Layer 5: weight transport from the trainer to inference engines (send/receive a versioned state dict).
 
 ``FilesystemBroadcast`` is the reference implementation and test double; ``RayObjectStoreBroadcast``
-(hf engine runs) puts each state dict into Ray's object store once and hands workers a reference.
+puts each state dict into Ray's object store once and hands workers a reference; the ``vllm`` transport
+writes safetensors files each vLLM engine loads in place (``safetensors_files``).
 """
 
 from mintgym.weights.base import WeightBroadcast, WeightSyncTimeout

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mintgym.errors import MintGymError
-from mintgym.rl.wiring import env_provider, weight_transport
+from mintgym.rl.wiring import env_provider, servers_of_worker, weight_transport
 from mintgym.trainer.config import EnvConfig, RunConfig
 
 BASE = {"model": {"path": "/m"}, "tasks": [{"id": "null/echo"}]}
@@ -98,3 +98,13 @@ def test_a_cached_tiny_model_built_with_other_options_is_refused(tmp_path):
         model_path(cfg(tiny_seed=1))
     with pytest.raises(MintGymError, match=r"^model.tiny_options: build_tiny_vlm got unknown option\(s\) \['depth'\]"):
         model_path(cfg(tiny_options={"depth": 3}))
+
+
+def test_every_env_server_serves_a_worker_and_a_worker_plays_on_its_share():
+    urls = {"web": [f"http://w{i}" for i in range(8)], "pytool": ["http://p0", "http://p1"]}
+    shares = [servers_of_worker(urls, i, 4) for i in range(4)]
+    assert shares[1]["web"] == ["http://w1", "http://w5"]
+    assert sorted(u for s in shares for u in s["web"]) == sorted(urls["web"])  # each server once
+    assert [s["pytool"] for s in shares] == [["http://p0"], ["http://p1"], ["http://p0"], ["http://p1"]]
+    with pytest.raises(ValueError, match="worker 4 is not one of 4 workers"):
+        servers_of_worker(urls, 4, 4)

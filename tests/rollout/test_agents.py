@@ -29,6 +29,11 @@ def test_vlm_agent_in_training_samples_apart_and_never_retries(tmp_path):
     assert agent.sampling.max_new_tokens == 32 and agent.sampling.temperature == 1.0
     assert agent.retries == 0 and agent.seeded is False  # the G episodes of a group share their task's seed
     assert make_episode_agent("vlm", {"retries": 2}, engine).retries == 2
+    # its options may set its own sampling, as the answer agent's may (they used to clash with the rollout's)
+    own = make_episode_agent("vlm", {"temperature": 0.5, "max_new_tokens": 8, "top_p": 0.9}, engine,
+                             max_new_tokens=32, temperature=1.0)
+    assert (own.sampling.max_new_tokens, own.sampling.temperature, own.sampling.top_p) == (8, 0.5, 0.9)
+    assert make_episode_agent("vlm", {"temperature": 0.0}, engine, max_new_tokens=32).sampling.max_new_tokens == 32
 
 
 def test_an_unknown_kind_is_one_clear_error():

@@ -302,3 +302,16 @@ def test_the_domain_whose_episodes_run_longest_after_their_answer_is_answered_fi
     worker.note_after_answer("pytool", 2.0)
     worker.note_after_answer("web", 1.0)  # one short episode moves the average a tenth of the way
     assert worker.model_call_priority("web") == -3700 < worker.model_call_priority("pytool") == -2000
+
+
+def test_a_task_without_training_seeds_never_draws_a_held_out_eval_seed():
+    import random
+
+    spec = WorkerSpec(worker_id=0, model_path="/m", tasks=[("null/echo", None, "null")], env_urls={"null": ["u"]},
+                      eval_seeds={"null/echo": [1]})
+    worker = RolloutWorker(spec, buffer=None, weights=None)
+    worker._rng = random.Random(0)
+    next_draw = random.Random(0).randrange(2**31)  # what the worker's stream draws first
+    assert worker._any_seed_but([next_draw]) != next_draw
+    worker._rng = random.Random(0)
+    assert worker._any_seed_but([]) == next_draw

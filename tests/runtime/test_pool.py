@@ -7,10 +7,10 @@ import asyncio
 
 import httpx
 import pytest
-
 from mintgym.action_spaces import Done
-from mintgym.client.aio import AsyncEnvClient
 from mintgym.environments.null import NullHost
+
+from mintgym.client.aio import AsyncEnvClient
 from mintgym.policy import AgentStep
 from mintgym.rollout.episode import run_episode
 from mintgym.runtime.pool import EnvPool
@@ -72,3 +72,27 @@ async def test_the_pool_reuses_its_warm_sessions_first(server):
                 await pool.finish(p.session, None)
         assert len(used) == 2
         await pool.close()
+
+
+async def test_a_pool_over_two_servers_spreads_its_sessions_and_replaces_one_where_it_was():
+    with serve_asgi(create_app(NullHost())) as first, serve_asgi(create_app(NullHost())) as second:
+        async with AsyncEnvClient(first) as a, AsyncEnvClient(second) as b:
+            pool = await EnvPool([a, b], 4).start()
+
+            def held(url: str) -> set[str]:
+                return {s["session_id"] for s in httpx.get(f"{url}/v1/sessions").json()["sessions"]}
+
+            assert len(held(first)) == 2 and len(held(second)) == 2
+            prepared = await pool.checkout("null/echo", 0)
+            where = second if prepared.session.client is b else first
+            await pool.finish(prepared.session, "env")  # an env fault: replaced on the same server
+            assert pool.replaced == 1
+            assert len(held(first)) == 2 and len(held(second)) == 2
+            assert prepared.session.session_id not in held(where)
+            await pool.close()
+            assert not held(first) and not held(second)
+
+
+async def test_a_pool_without_a_server_is_refused():
+    with pytest.raises(ValueError, match="at least one server's client"):
+        EnvPool([], 1)

@@ -37,6 +37,8 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
     (["warm_start.steps=10"], r"^warm_start: steps needs a source: set oracle: true, or dataset: PATH$"),
     (["tasks.0.eval_seeds=[1, 2]", "tasks.0.oracle_seeds=[2, 3]"],
      r"^tasks.0: oracle_seeds and eval_seeds share seed\(s\) \[2\]: the warm start would train on the held-out"),
+    (["tasks.0.seeds=[1, 2]", "tasks.0.eval_seeds=[2, 3]"],
+     r"^tasks.0: seeds and eval_seeds share seed\(s\) \[2\]: RL would train on the held-out evaluation$"),
     (["warm_start.oracle=true", "warm_start.dataset=d"], r"^warm_start: give oracle: true or a dataset, not both$"),
     (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
     (["train.lr"], r"^override 'train.lr': expected key.path=value"),

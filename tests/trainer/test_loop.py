@@ -10,8 +10,8 @@ import json
 import pytest
 import ray
 
-from mintgym.trainer.config import RunConfig
 from mintgym.rl import train
+from mintgym.trainer.config import RunConfig
 from mintgym.weights.base import WeightSyncTimeout
 
 
@@ -177,3 +177,30 @@ def test_session_options_reach_the_env_sessions_and_bad_ones_fail_by_name(model_
         train(with_sessions({"colour": "red"}), tmp_path / "bad", log=lambda s: None)
     result = train(with_sessions({"width": 64, "height": 48}), tmp_path / "ok", log=lambda s: None)
     assert result.steps == 1
+
+
+class _CountingResets:
+    """An ASGI app in front of an env server's that counts the episodes it resets."""
+
+    def __init__(self, app):
+        self.app, self.resets = app, 0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"].endswith("/reset"):
+            self.resets += 1
+        await self.app(scope, receive, send)
+
+
+def test_a_worker_plays_on_every_server_of_its_share(model_path, tmp_path):
+    """Two servers of a domain, one worker: its episodes go to both (it used to play on the first only)."""
+    from mintgym.environments.null import NullHost
+
+    from mintgym.server.app import create_app
+    from mintgym.testing import serve_asgi
+
+    first, second = _CountingResets(create_app(NullHost())), _CountingResets(create_app(NullHost()))
+    with serve_asgi(first) as one, serve_asgi(second) as two:
+        result = train(config(model_path, {"envs": [{"domain": "null", "urls": [one, two]}]}, steps=2),
+                       tmp_path, log=lambda s: None)
+    assert result.steps == 2
+    assert first.resets > 0 and second.resets > 0, (first.resets, second.resets)
