@@ -65,14 +65,16 @@ class FilesystemBroadcast(WeightBroadcast):
         except FileNotFoundError:
             return None
 
-    def receive_file(self, after: int | None = None) -> tuple[int, Path] | None:
+    def newest_file(self, after: int | None = None) -> tuple[int, Path] | None:
+        """The newest (version, file in this transport's own format) if newer than ``after``, else None. Not
+        :meth:`receive_file`: a ``.npz`` is no file an engine loads itself (vLLM reads safetensors)."""
         version = self.latest_version()
         if version is None or (after is not None and version <= after):
             return None
         return version, self._file(version)
 
     def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
-        got = self.receive_file(after)
+        got = self.newest_file(after)
         return None if got is None else (got[0], self._read(got[1]))
 
     def ack(self, worker_id: int, version: int) -> None:

@@ -33,3 +33,6 @@ class SafetensorsBroadcast(FilesystemBroadcast):
         from safetensors.numpy import load_file
 
         return load_file(str(path))
+
+    def receive_file(self, after: int | None = None) -> tuple[int, Path] | None:
+        return self.newest_file(after)

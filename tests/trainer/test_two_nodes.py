@@ -70,6 +70,14 @@ def _stop_cluster(temp: str) -> list[int]:
     return [p.pid for p in _processes_of(temp)]
 
 
+def _forget_cached_ray_token() -> None:
+    """Ray reads its auth token once per process and caches it; drop the cache so the next connection reads
+    the environment again (Ray's own tests reset it this way)."""
+    from ray._private.authentication_test_utils import reset_auth_token_state
+
+    reset_auth_token_state()
+
+
 @pytest.fixture
 def cluster(monkeypatch):
     temp = tempfile.mkdtemp(prefix="mgray", dir="/tmp")  # short: Ray's unix sockets live under it
@@ -78,6 +86,7 @@ def cluster(monkeypatch):
            "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):  # the driver (this process) joins with the same token
         monkeypatch.setenv(key, env[key])
+    _forget_cached_ray_token()  # else a local Ray started earlier in this process left its own token cached
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--object-store-memory", str(100 * 2**20),
               "--disable-usage-stats", "--temp-dir", temp]
     starts = [
@@ -94,6 +103,7 @@ def cluster(monkeypatch):
             assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         yield f"127.0.0.1:{port}", log
     finally:
+        _forget_cached_ray_token()
         left = _stop_cluster(temp)
         subprocess.run(["rm", "-rf", temp], check=False)
         assert not left, f"processes of the test cluster still running: {left}"

@@ -40,3 +40,14 @@ def test_safetensors_files_are_what_an_engine_loads_in_place(tmp_path):
     bc.ack(0, 2)
     bc.reset()
     assert bc.acks() == {} and bc.latest_version() is None and not list(tmp_path.glob("weights-*"))
+
+
+def test_npz_files_are_not_handed_to_an_engine_as_its_own_file(tmp_path):
+    """A vLLM worker asks ``receive_file`` first and loads what it gets with safetensors: an ``.npz`` path
+    would fail there, so the npz transport hands out arrays only (the engine writes its own file)."""
+    bc = FilesystemBroadcast(tmp_path)
+    bc.send(0, {"w": torch.ones(2)})
+    assert bc.receive_file() is None
+    version, state = bc.receive()
+    assert version == 0 and state["w"].tolist() == [1, 1]
+    assert bc.newest_file()[1].suffix == ".npz"
