@@ -108,7 +108,8 @@ def throughput(args) -> list[dict]:
         ceiling = f"{row['ceiling']:7.2f}x" if "ceiling" in row else f"{'-':>8s}"
         early = row["from_step_2"]
         timed = f"{row['warmup_steps'] + 1}-{row['warmup_steps'] + args.steps}"
-        print(f"{name:16s} {timed:>11s} {row['samples_per_s']:9.2f} {row['samples_per_s'] / sync['samples_per_s']:6.2f}x "
+        print(f"{name:16s} {timed:>11s} {row['samples_per_s']:9.2f} "
+              f"{row['samples_per_s'] / sync['samples_per_s']:6.2f}x "
               f"{row['mean_lag']:8.2f} {row['dropped_stale']:11d} {row['after_answer_max_s']:6.1f} {ceiling} | "
               f"{early['samples_per_s']:10.2f} {early['samples_per_s'] / sync['from_step_2']['samples_per_s']:6.2f}x")
     print("timed steps: after the warm-up (sync: the start; lag L: the start and the L batches its version-0 groups "

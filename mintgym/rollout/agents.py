@@ -41,8 +41,8 @@ def make_episode_agent(kind: str, options: dict[str, Any], engine: InferenceEngi
                        simulated_step_seconds: tuple[float, float] | None = None,
                        rng: random.Random | None = None) -> Agent:
     """A new ``kind`` agent with ``options`` sampling from ``engine`` (``max_new_tokens``, ``temperature``
-    unless the options set them, or, for ``vlm``, its ``sampling``); ``simulated_step_seconds`` (mean, sigma) wraps it in
-    :class:`SimulatedLatency` drawing from ``rng``."""
+    unless the options set them, or, for ``vlm``, its ``sampling``); ``simulated_step_seconds`` (mean,
+    sigma) wraps it in :class:`SimulatedLatency` drawing from ``rng``."""
     if kind == "answer":
         # Wired by name so this layer never imports mintgym.agents at module level.
         answer = importlib.import_module("mintgym.agents.answer")

@@ -17,6 +17,8 @@ Where env servers run is chosen per domain (``envs[].provider``: ``local``, ``do
 
 from __future__ import annotations
 
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -254,8 +256,8 @@ class WarmStartConfig(_Part):
     oracle: bool = Field(False, description="Play every task's oracle (the scripted agent) on its "
                          "``oracle_seeds`` (else its training ``seeds``) through the run's env servers, export "
                          "those episodes with the run's agent (as ``mintgym export --agent`` does) to "
-                         "``<out>/warm_start/dataset``, and train on it. Held-out ``eval_seeds`` are never played (a task's ``seeds`` and "
-                         "``oracle_seeds`` may not hold any).")
+                         "``<out>/warm_start/dataset``, and train on it. Held-out ``eval_seeds`` are never "
+                         "played (a task's ``seeds`` and ``oracle_seeds`` may not hold any).")
     dataset: str | None = Field(None, description="Or a dataset written by ``mintgym export RUN --agent KIND``.")
     steps: int = Field(0, ge=0, description="Supervised steps (0: no warm start).")
     lr: float = Field(1e-3, gt=0, description="Adam learning rate of the supervised steps.")
@@ -424,8 +426,6 @@ def _expected_at(loc: tuple) -> str | None:
 def _declared_at(loc: tuple) -> tuple[Any, list[Any]] | None:
     """The type the config declares at ``loc`` (a section, a field, or an item or value inside one) and its
     metadata (bounds); None where ``loc`` names nothing the config declares."""
-    import typing
-
     annotation: Any = RunConfig
     metadata: list[Any] = []
     for part in loc:
@@ -456,8 +456,6 @@ def _inner(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
 
 def _unwrapped(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
     """``Annotated[X, ...]`` as X with its metadata added."""
-    import typing
-
     if typing.get_origin(annotation) is typing.Annotated:
         annotation, *extra = typing.get_args(annotation)
         return annotation, [*metadata, *extra]
@@ -466,9 +464,6 @@ def _unwrapped(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
 
 def _members(annotation: Any) -> list[Any]:
     """The non-null members of a union annotation ([annotation] for any other)."""
-    import types
-    import typing
-
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return [a for a in typing.get_args(annotation) if a is not type(None)]
     return [annotation]
@@ -476,8 +471,6 @@ def _members(annotation: Any) -> list[Any]:
 
 def _type_words(annotation: Any, metadata: list[Any]) -> str:
     """``annotation`` in words: ``an integer >= 0``, ``a number > 0 or null``, ``one of 'async', 'sync'``."""
-    import typing
-
     annotation, metadata = _unwrapped(annotation, metadata)
     members = _members(annotation)
     optional = type(None) in typing.get_args(annotation)
