@@ -18,6 +18,12 @@ which every vLLM attention backend supports (``--model`` for another). Checks:
    the mismatch at those weights, and the same tokens are scored with the weights from before the step: the
    engine holds the trainer's weights only if the first is far below the second. Then the first weights,
    sent as a third version, give back the first greedy outputs.
+   Throughout, no response holds a vision placeholder or bracket token (the ids the trainer masks), and
+   with vLLM 8 concurrent ``agenerate`` calls of one request each share fewer ``LLM.generate`` calls.
+4b. **vision weights alone** (vLLM's encoder cache): the first weights with only the vision tower
+   perturbed, as a fourth version: greedy outputs on the screenshots the engine already encoded change
+   (vLLM caches encoder outputs by image hash; without a reset after the update it would reuse the old
+   features and answer as before), while text-only prompts answer exactly as before.
 5. **the RL loop** (``--rl-steps``, 0 to skip): ``mintgym train`` in a subprocess with ``engine: vllm`` and
    ``weights.transport: vllm``, sync mode on ``pytool/count-shapes-0``; the engine runs in a Ray rollout
    worker with one GPU (2 groups of 16 a step, one token each). Checks that the run finished, that a step
@@ -33,6 +39,7 @@ the transformers engine on CPU in vLLM's place (the plumbing; the tests run it s
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import subprocess
@@ -114,7 +121,8 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
     """Steps 1-4 in this process."""
     import torch
 
-    from mintgym.inference.logprobs import sequence_logprobs
+    from mintgym.inference import GenerationRequest, SamplingParams
+    from mintgym.inference.logprobs import sequence_logprobs, suppressed_token_ids
     from mintgym.models.loading import load_model, load_processor
     from mintgym.trainer.config import TrainConfig
     from mintgym.trainer.learner import Learner
@@ -198,7 +206,61 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
     restored = [g.response_token_ids for g in engine.generate(greedy)]
     checks["first_weights_give_the_first_outputs"] = restored == before and engine.policy_version == 3
     checks["first_weights_give_the_first_fingerprint"] = math.isclose(fingerprint(engine), print0, rel_tol=1e-6)
+
+    # 4b. vision weights alone, on screenshots the engine encoded at version 3: their answers must change
+    text_only = [GenerationRequest([{"role": "user", "content": f"Task {i}: say OK."}],
+                                   SamplingParams(max_new_tokens=16, temperature=0.0)) for i in range(2)]
+    text_before = [g.response_token_ids for g in engine.generate(text_only)]
+    transport.send(engine.policy_version + 1, vision_perturbed(hf.model.state_dict()))
+    load_published(engine, transport, after=engine.policy_version)
+    seen_image = [g.response_token_ids for g in engine.generate(greedy)]
+    checks["vision_update_reaches_a_seen_image"] = seen_image != restored and engine.policy_version == 4
+    checks["vision_update_leaves_text_only_answers"] = [g.response_token_ids
+                                                        for g in engine.generate(text_only)] == text_before
+    if hasattr(engine, "encoder_cache_resets"):
+        figures["encoder_cache_resets"] = engine.encoder_cache_resets
+
+    suppressed = set(suppressed_token_ids(hf.model))
+    sampled = [g for gs in (gens, again, after, gens2) for g in gs]
+    checks["no_vision_placeholder_sampled"] = not any(suppressed & set(g.response_token_ids) for g in sampled)
+    if hasattr(engine, "llm"):  # vLLM: concurrent one-request calls go out together
+        figures["generate_calls_for_8_concurrent"] = concurrent_generate_calls(engine, batch)
+        checks["concurrent_calls_batched"] = figures["generate_calls_for_8_concurrent"] < len(batch)
     engine.close()
+
+
+def vision_perturbed(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with noise of 3x each vision tensor's spread added to the vision tower only."""
+    import torch
+
+    generator = torch.Generator().manual_seed(1)
+    out = {}
+    for name, value in state.items():
+        if "visual" in name.split(".")[:2] and value.is_floating_point():
+            noise = torch.randn(value.shape, generator=generator)
+            value = value + 3.0 * max(float(value.float().std()) if value.numel() > 1 else 0.0, 0.02) * noise
+        out[name] = value
+    return out
+
+
+def concurrent_generate_calls(engine, batch) -> int:
+    """How many ``LLM.generate`` calls ``len(batch)`` concurrent ``agenerate`` calls of one request made."""
+    calls = []
+    generate = engine.llm.generate
+
+    def counted(prompts, *args, **kwargs):
+        calls.append(len(prompts))
+        return generate(prompts, *args, **kwargs)
+
+    async def together():
+        return await asyncio.gather(*(engine.agenerate([r]) for r in batch))
+
+    engine.llm.generate = counted
+    try:
+        asyncio.run(together())
+    finally:
+        del engine.llm.generate
+    return len(calls)
 
 
 def rl_config(engine: str, model_path: str, steps: int, args) -> dict[str, Any]:

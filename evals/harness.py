@@ -25,16 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mintgym.action_spaces import Done
 from mintgym.evals.stats import EpisodeOutcome, group_by, summarize
 from mintgym.evals.suites import Benchmark
-
 from mintgym.errors import MintGymError
-from mintgym.policy import Agent, AgentContext, AgentStep
+from mintgym.policy import Agent
 from mintgym.rollout.runner import EpisodeJob, run_jobs
 from mintgym.trajectory.store import TrajectoryWriter, load_trajectory
 from mintgym.trajectory.types import Trajectory
-from mintgym.types import Observation
 
 #: Statuses of an episode that has ended (``running`` means it was interrupted).
 FINAL_STATUSES = frozenset({"success", "failure", "error", "timeout"})
@@ -104,31 +101,6 @@ def finished(traj_root: Path, key: str, retry_errors: bool = False) -> Trajector
     return load_trajectory(traj_root / key)
 
 
-class StepLimit:
-    """Wraps an agent so it ends the episode (``done(success=False)``) after ``max_steps`` steps.
-
-    The benchmark's step limit, applied the same way to every agent; the step says why it stopped.
-    """
-
-    def __init__(self, agent: Agent, max_steps: int):
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        self.agent, self.max_steps = agent, max_steps
-        self.name = agent.name
-        self._steps = 0
-
-    async def start(self, context: AgentContext) -> None:
-        self._steps = 0
-        await self.agent.start(context)
-
-    async def act(self, observation: Observation) -> AgentStep:
-        self._steps += 1
-        if self._steps > self.max_steps:
-            return AgentStep(Done(success=False), text="done(success=False)",
-                             extra={"stopped": f"benchmark step limit of {self.max_steps} reached"})
-        return await self.agent.act(observation)
-
-
 class _EnvServer:
     """(base_url, token) of the env server for one domain: a given URL, or one a provider starts."""
 
@@ -182,7 +154,6 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
     agent_name = probe.name
     no_oracle = no_oracle_tasks(benchmark, tasks, probe)
     jobs = [j for j in plan_jobs(benchmark, config) if j.task_id not in no_oracle]
-    wrap = (lambda a: StepLimit(a, benchmark.max_steps)) if benchmark.max_steps else (lambda a: a)
     pending = [j for j in jobs if finished(traj_root, j.key, config.retry_errors) is None]
     by_domain: dict[str, list[EpisodeJob]] = {}
     for job in pending:
@@ -201,9 +172,9 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
 
             try:
                 with _EnvServer(domain, config) as (url, token):
-                    asyncio.run(run_jobs(url, domain_jobs, lambda: wrap(make_agent()),
-                                         concurrency=config.concurrency, run_dir=traj_root, token=token,
-                                         max_seconds=config.max_seconds, on_done=on_done))
+                    asyncio.run(run_jobs(url, domain_jobs, make_agent, concurrency=config.concurrency,
+                                         run_dir=traj_root, token=token, max_seconds=config.max_seconds,
+                                         max_steps=benchmark.max_steps, on_done=on_done))
             except MintGymError as err:  # the server did not start or went away: its episodes fail, with why
                 reason = f"env server for {domain!r} failed: {type(err).__name__}: {err}"
                 for job in domain_jobs:

@@ -2,7 +2,9 @@
 
 ``grpo``: ``(r - mean(r)) / (std(r) + eps)`` (population std), or without the division when
 ``scale=False``. ``rloo``: ``r_i - mean_{j != i} r_j`` (leave-one-out baseline). A group whose rewards
-are all equal gets zero advantages under both.
+tie (all within ``TIE_TOLERANCE`` of each other) gets zero advantages under both: ``0.1 + 0.2`` and ``0.3``
+differ by one float step, and the ~1e-11 advantage such a residue gives would still reach Adam, which
+scales it up to a full-size step.
 
     >>> compute_advantages([1.0, 0.0, 0.0, 0.0], "rloo")
     [1.0, -0.3333333333333333, -0.3333333333333333, -0.3333333333333333]
@@ -15,6 +17,9 @@ from collections.abc import Sequence
 from typing import Literal
 
 AdvantageKind = Literal["grpo", "rloo"]
+
+#: Rewards that differ by at most this much count as equal (rewards are in [0, 1]).
+TIE_TOLERANCE = 1e-9
 
 
 def grpo(rewards: Sequence[float], *, scale: bool = True, eps: float = 1e-6) -> list[float]:
@@ -43,7 +48,7 @@ def compute_advantages(rewards: Sequence[float], kind: AdvantageKind = "grpo", *
         raise ValueError(f"advantage kind must be 'grpo' or 'rloo', got {kind!r}")
     if kind == "rloo" and len(rewards) < 2:
         raise ValueError("the leave-one-out baseline needs groups of at least 2 samples")
-    if min(rewards) == max(rewards):  # exactly 0: the float residue of 16 x 0.3 would be ~1e-11, which Adam scales up
+    if max(rewards) - min(rewards) <= TIE_TOLERANCE:  # exactly 0, not a float residue (see the module docstring)
         return [0.0] * len(rewards)
     if kind == "grpo":
         return grpo(rewards, scale=scale, eps=eps)

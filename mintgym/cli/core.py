@@ -284,27 +284,23 @@ def suites(packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> N
 
 
 class _server:
-    """A context manager yielding (base_url, token) of a server: the given one, or one a provider starts."""
+    """A context manager yielding (base_url, token) of a server: the given one, or one a provider starts
+    (through :func:`~mintgym.runtime.fleet.start_env_servers`, as eval and train start theirs)."""
 
     def __init__(self, domain: str, backend: str, base_url: str | None, token: str | None):
         self.domain, self.backend, self.base_url, self.token = domain, backend, base_url, token
-        self.handle = None
-        self.provider = None
+        self.servers = None
 
     def __enter__(self):
         if self.base_url:
             return self.base_url, self.token
+        from mintgym.runtime.fleet import start_env_servers
         from mintgym.runtime.make import provider
 
-        self.provider = provider(self.backend)
-        self.handle = self.provider.start(self.domain, token=self.token)
-        try:
-            self.provider.wait_ready(self.handle, 300)
-        except BaseException:
-            self.provider.stop(self.handle)
-            raise
-        return self.handle.base_url, self.handle.token
+        self.servers = start_env_servers(provider(self.backend), self.domain, token=self.token, ready_timeout=300)
+        [handle] = self.servers.handles
+        return handle.base_url, handle.token
 
     def __exit__(self, *exc):
-        if self.handle is not None:
-            self.provider.stop(self.handle)
+        if self.servers is not None:
+            self.servers.stop()

@@ -47,15 +47,16 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, roll
 
     if not run_dir.is_dir():
         raise fail(f"{run_dir}: no such run folder")
-    if out.exists() and any(out.iterdir()):
-        raise fail(f"{out} exists and is not empty; give a new folder")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise fail(f"{out} exists and is {'a file' if not out.is_dir() else 'not empty'}; give a new folder")
     try:
         if agent is None:
             dataset = export_dataset(run_dir, only_success=not all_episodes)
         else:
             dataset = _imitation(run_dir, agent, agent_options, model, only_success=not all_episodes)
-    except ValueError as err:
-        raise fail(f"{err}{'' if all_episodes else ' (--all takes every episode)'}") from None
+    except ValueError as err:  # only where no successful step was found does --all help
+        hint = " (--all takes every episode)" if not all_episodes and str(err).startswith("no successful") else ""
+        raise fail(f"{err}{hint}") from None
     dataset.save_to_disk(str(out))
     typer.echo(f"{len(dataset)} steps from {len({r for r in dataset['trajectory_id']})} episodes -> {out} "
                "(datasets.load_from_disk)")

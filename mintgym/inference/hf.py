@@ -29,6 +29,7 @@ from mintgym.inference.images import DEFAULT_MAX_IMAGE_PIXELS
 from mintgym.inference.logprobs import Layout, SequenceInput, mask_logits, sequence_logprobs, suppressed_token_ids
 from mintgym.inference.messages import split_messages
 from mintgym.inference.types import Generation, GenerationRequest, SamplingParams
+from mintgym.weights.base import state_mismatch
 
 
 class _RowSampler:
@@ -247,9 +248,25 @@ class HFEngine(InferenceEngine):
                              enc.get("image_grid_thw"))
 
     def update_weights(self, version: int, state: Mapping[str, Any]) -> None:
-        """Copy ``state`` (a full state dict, same keys and shapes) into the model and set the version."""
+        """Copy ``state`` (a full state dict, same keys and shapes) into the model and set the version.
+
+        Names and shapes are checked, and the values made tensors, before anything is copied: a state that
+        does not fit raises ValueError and leaves the model and its version as they were.
+        """
         if not isinstance(version, int):
             raise ValueError(f"policy version must be an int, got {version!r}")
+        refused = f"hf engine: weights version {version} not loaded: {{}}; the engine keeps version {self._version}"
+        tensors = {}
+        for name, value in state.items():
+            try:
+                tensors[name] = torch.as_tensor(value)
+            except (TypeError, ValueError, RuntimeError) as err:
+                raise ValueError(refused.format(f"its {name!r} is no tensor ({type(err).__name__})")) from None
+        own = self.model.state_dict()
+        problem = state_mismatch({k: tuple(v.shape) for k, v in own.items()},
+                                 {k: tuple(v.shape) for k, v in tensors.items()})
+        if problem is not None:
+            raise ValueError(refused.format(problem))
         with self._lock, torch.no_grad():
-            self.model.load_state_dict(dict(state), strict=True)
+            self.model.load_state_dict(tensors, strict=True)
             self._version = version

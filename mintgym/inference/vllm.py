@@ -3,10 +3,23 @@
 Prompts are rendered with the checkpoint's own processor chat template (the same text the hf engine
 feeds its model) and passed as ``{"prompt": text, "multi_modal_data": {"image": [...]}}`` to
 ``LLM.generate`` with one ``SamplingParams`` per request (``logprobs=top_logprobs``, so the sampled
-token's logprob always comes back). Weights are updated in place through
-:class:`~mintgym.inference.vllm_worker.WeightUpdateExtension` (``worker_extension_cls`` +
-``collective_rpc``, the pattern of vLLM's RLHF examples), then the prefix cache is reset so no KV block
-computed with the old weights is reused.
+token's logprob always comes back, and ``logit_bias`` -inf on the vision placeholder and bracket tokens, the
+ids the hf engine and the trainer mask: :func:`~mintgym.inference.logprobs.suppressed_token_ids`).
+Concurrent ``agenerate`` calls (a rollout worker's episodes, one request each) are gathered by a
+:class:`~mintgym.inference.batching.RequestBatcher` into one ``LLM.generate`` call of up to
+``max_batch_size`` requests, so vLLM batches them (a failed shared call is retried per caller, so one bad
+request fails alone); a lock keeps a weight update from running inside a generate, so each output carries
+the version its whole generate ran with.
+
+Weights are updated in place through :class:`~mintgym.inference.vllm_worker.WeightUpdateExtension`
+(``worker_extension_cls`` + ``collective_rpc``, the pattern of vLLM's RLHF examples). Names and shapes are
+checked against the checkpoint's transformers model (built on the meta device) before anything is copied.
+Then the prefix cache is reset, so no KV block computed with the old weights is reused, and so is the
+encoder cache: vLLM keeps vision encoder outputs across requests keyed by the image's hash, and without the
+reset a repeated screenshot would be read with the old weights' features. The offline ``LLM`` class does not
+forward ``reset_encoder_cache`` in the vLLM sources read, its ``llm_engine`` (V1 ``LLMEngine``) has it since
+vllm-project/vllm#33452 (January 2026, before 0.19.1, the ``vllm`` extra's lower bound): whichever of the
+two has it is called (checked with ``getattr``), and a vLLM with neither gets a warning instead.
 
 Logprobs: by default ``logprobs_mode="processed_logprobs"`` (vLLM >= 0.10.2): after temperature (and
 top-p/top-k, when set), i.e. the sampling distribution. The trainer's recompute uses the temperature only,
@@ -15,18 +28,23 @@ so with ``top_p < 1`` the two differ on truncated tokens; measure with the misma
 
 from __future__ import annotations
 
+import asyncio
+import math
 import os
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mintgym.inference.base import InferenceEngine
+from mintgym.inference.batching import RequestBatcher
 from mintgym.inference.images import DEFAULT_MAX_IMAGE_PIXELS
 from mintgym.inference.messages import split_messages
 from mintgym.inference.types import Generation, GenerationRequest, SamplingParams
+from mintgym.weights.base import state_mismatch
 
 
 def import_vllm() -> Any:
@@ -52,8 +70,11 @@ def build_prompt(processor: Any, request: GenerationRequest,
     return prompt
 
 
-def sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
-    """Keyword arguments of ``vllm.SamplingParams`` for these sampling params."""
+def sampling_kwargs(params: SamplingParams, suppressed: Iterable[int] = ()) -> dict[str, Any]:
+    """Keyword arguments of ``vllm.SamplingParams`` for these sampling params; the ``suppressed`` token ids get a
+    ``logit_bias`` of -inf, an exact exclusion (vLLM adds the bias to the logits before sampling and before
+    its processed logprobs, and checks only that the ids are in the vocabulary; ``bad_words`` would go by
+    text, re-tokenized with and without a leading space)."""
     kwargs: dict[str, Any] = {
         "n": 1, "max_tokens": params.max_new_tokens, "temperature": params.temperature, "top_p": params.top_p,
         "logprobs": params.top_logprobs, "skip_special_tokens": True,
@@ -62,7 +83,32 @@ def sampling_kwargs(params: SamplingParams) -> dict[str, Any]:
         kwargs["seed"] = params.seed
     if params.stop:
         kwargs["stop"] = list(params.stop)
+    bias = {int(t): -math.inf for t in suppressed}
+    if bias:
+        kwargs["logit_bias"] = bias
     return kwargs
+
+
+def checkpoint_state(model_path: str | os.PathLike) -> tuple[dict[str, tuple[int, ...]], list[int]]:
+    """Names and shapes of the state dict a trainer of this checkpoint publishes (its transformers model,
+    built on the meta device: no memory, no weights read), and the token ids a response may never hold."""
+    import torch
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    from mintgym.inference.logprobs import suppressed_token_ids
+
+    config = AutoConfig.from_pretrained(model_path)
+    with torch.device("meta"):
+        model = AutoModelForImageTextToText.from_config(config)
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}, suppressed_token_ids(model)
+
+
+def file_shapes(path: str | os.PathLike) -> dict[str, tuple[int, ...]]:
+    """Names and shapes of the tensors in a safetensors file, from its header alone."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 -- safe_open is not a mapping
 
 
 def parse_output(output: Any, request: GenerationRequest, version: int, timings: dict[str, float]) -> Generation:
@@ -98,6 +144,8 @@ class VLLMEngine(InferenceEngine):
         max_images: most images per prompt (``limit_mm_per_prompt``).
         logprobs_mode: vLLM's logprobs mode; None leaves vLLM's default (raw logprobs, before temperature).
         policy_version: version of the initial weights.
+        max_batch_size: most requests of concurrent ``agenerate`` calls in one ``LLM.generate`` call.
+        batch_window_s: how long a batch waits for more requests (see :class:`RequestBatcher`).
         **llm_kwargs: passed to ``vllm.LLM`` (``gpu_memory_utilization``, ``max_model_len``, ``dtype``...).
     """
 
@@ -110,6 +158,8 @@ class VLLMEngine(InferenceEngine):
         logprobs_mode: str | None = "processed_logprobs",
         seed: int = 0,
         policy_version: int = 0,
+        max_batch_size: int = 256,
+        batch_window_s: float = 0.01,
         **llm_kwargs: Any,
     ):
         vllm = import_vllm()
@@ -120,6 +170,10 @@ class VLLMEngine(InferenceEngine):
         self.max_image_pixels = max_image_pixels
         self.processor = load_processor(model_path)
         self.tokenizer = self.processor.tokenizer
+        self._shapes, self.suppressed_token_ids = checkpoint_state(model_path)
+        self.max_batch_size = max_batch_size
+        self.batch_window_s = batch_window_s
+        self._batchers: dict[asyncio.AbstractEventLoop, RequestBatcher] = {}
         kwargs: dict[str, Any] = {
             "model": str(model_path), "limit_mm_per_prompt": {"image": max_images}, "seed": seed,
             "worker_extension_cls": "mintgym.inference.vllm_worker.WeightUpdateExtension",
@@ -128,10 +182,17 @@ class VLLMEngine(InferenceEngine):
             kwargs["logprobs_mode"] = logprobs_mode
         kwargs.update(llm_kwargs)
         self.llm = vllm.LLM(**kwargs)
+        import torch
+
+        dtype = getattr(getattr(self.llm, "model_config", None), "dtype", None)
+        #: The engine's weights dtype, which a state dict given to :meth:`update_weights` is written in.
+        self.dtype = dtype if isinstance(dtype, torch.dtype) else None
         self._version = policy_version
         self._lock = threading.Lock()
         self._weights_dir = Path(tempfile.mkdtemp(prefix="mintgym-weights-", dir="/dev/shm"
                                                   if os.path.isdir("/dev/shm") else None))
+        #: Weight updates after which the encoder cache was reset (for checks).
+        self.encoder_cache_resets = 0
 
     @property
     def policy_version(self) -> int:
@@ -140,7 +201,8 @@ class VLLMEngine(InferenceEngine):
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         asked = time.perf_counter()
         prompts = [build_prompt(self.processor, r, self.max_image_pixels) for r in requests]
-        params = [self._vllm.SamplingParams(**sampling_kwargs(r.sampling)) for r in requests]
+        params = [self._vllm.SamplingParams(**sampling_kwargs(r.sampling, self.suppressed_token_ids))
+                  for r in requests]
         with self._lock:
             started = time.perf_counter()
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
@@ -155,21 +217,72 @@ class VLLMEngine(InferenceEngine):
             results.append(parse_output(output, request, version, timings))
         return results
 
+    async def agenerate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        """Coroutine form of :meth:`generate`; concurrent calls share ``LLM.generate`` calls. When a shared
+        call fails (vLLM refuses the whole call for one bad request, say a prompt over ``max_model_len``), each
+        caller sends its own requests again alone, so only the bad request's caller gets the error."""
+        batcher = await self._batcher()
+        try:
+            return list(await asyncio.gather(*(batcher.submit(r) for r in requests)))
+        except Exception:  # noqa: BLE001 - retried alone: a failure of this call's own requests raises there
+            return await asyncio.to_thread(self.generate, requests)
+
+    async def _batcher(self) -> RequestBatcher:
+        loop = asyncio.get_running_loop()
+        for old in [lp for lp in self._batchers if lp.is_closed()]:
+            del self._batchers[old]  # a finished asyncio.run: its worker task went with it
+        if loop not in self._batchers:
+            batcher = RequestBatcher(self, max_batch_size=self.max_batch_size, window_s=self.batch_window_s)
+            await batcher.start()
+            self._batchers[loop] = batcher
+        return self._batchers[loop]
+
     def update_weights(self, version: int, state: Mapping[str, Any] | str | os.PathLike) -> None:
-        """Load ``state`` (a state dict with HF parameter names, or a safetensors file) into every worker."""
+        """Load ``state`` (a state dict with HF parameter names, or a safetensors file) into every worker.
+
+        A state whose names or shapes differ from the checkpoint's is refused (ValueError) before anything
+        is loaded. A state dict is written to a file under /dev/shm in the engine's dtype, removed as soon as
+        the workers loaded it.
+        """
         if not isinstance(version, int):
             raise ValueError(f"policy version must be an int, got {version!r}")
-        with self._lock:
-            if isinstance(state, (str, os.PathLike)):
-                path = str(state)
-            else:
-                from safetensors.torch import save_file
+        is_file = isinstance(state, (str, os.PathLike))
+        shapes = file_shapes(state) if is_file else {k: tuple(v.shape) for k, v in state.items()}
+        problem = state_mismatch(self._shapes, shapes)
+        if problem is not None:
+            raise ValueError(f"vllm engine: weights version {version} not loaded: {problem}; the engine keeps "
+                             f"version {self._version}")
+        path, written = str(state) if is_file else "", None
+        if not is_file:
+            from mintgym.weights.safetensors_files import save_safetensors
 
-                path = str(self._weights_dir / "weights.safetensors")
-                save_file({k: v.detach().contiguous().cpu() for k, v in state.items()}, path)
-            self.llm.collective_rpc("mintgym_load_weights", args=(path,))
+            written = self._weights_dir / f"weights-{version}.safetensors"
+            try:
+                save_safetensors(written, state, dtype=self.dtype)
+            except BaseException:
+                written.unlink(missing_ok=True)
+                raise
+            path = str(written)
+        with self._lock:  # after the running generate, before the next one
+            try:
+                self.llm.collective_rpc("mintgym_load_weights", args=(path,))
+            finally:
+                if written is not None:  # a full copy of the model in host memory: gone at once
+                    written.unlink(missing_ok=True)
             self.llm.reset_prefix_cache()
+            self._reset_encoder_cache()
             self._version = version
+
+    def _reset_encoder_cache(self) -> None:
+        for owner in (self.llm, getattr(self.llm, "llm_engine", None)):
+            reset = getattr(owner, "reset_encoder_cache", None)
+            if reset is not None:
+                reset()
+                self.encoder_cache_resets += 1
+                return
+        warnings.warn("this vLLM has no reset_encoder_cache: vision encoder outputs cached before a weight "
+                      "update may be reused after it; pip install 'mintgym[vllm]' for vLLM >= 0.19.1",
+                      RuntimeWarning, stacklevel=3)
 
     def weight_sum(self) -> float:
         """Sum of all parameters on the first worker (a fingerprint for checks)."""
@@ -178,4 +291,5 @@ class VLLMEngine(InferenceEngine):
     def close(self) -> None:
         import shutil
 
+        self._batchers.clear()
         shutil.rmtree(self._weights_dir, ignore_errors=True)

@@ -2,29 +2,69 @@
 
 :class:`Run` starts (or joins) Ray, the weight transport, the env servers, the trajectory buffer actor,
 the learner (resumed from the run's last checkpoint) and the rollout worker actors. It supervises the
-workers (restarts, sync-mode collection), checkpoints, and ``close()`` stops everything it started. The
-loop that drives it is :func:`mintgym.rl.run.train`.
+workers (restarts, sync-mode collection) and the env servers it started (a dead one is restarted and the
+workers moved to it; one that cannot be restarted fails the run, naming it), reports what the workers'
+episodes did each step (failures by kind, groups lost), checkpoints, and ``close()`` stops everything it
+started. The loop that drives it is :func:`mintgym.rl.run.train`.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from mintgym.buffer.store import TrajectoryBuffer
+from mintgym.errors import BackendError, MintGymError
 from mintgym.rl import wiring
 from mintgym.rl.sync import WeightSync
 from mintgym.rl.warm_start import warm_start
 from mintgym.runtime.fleet import ServerGroup
 from mintgym.runtime.providers import ServerHandle
-from mintgym.trainer.ckpt import latest_checkpoint, load_checkpoint, save_checkpoint
+from mintgym.trainer.ckpt import load_latest, save_checkpoint
 from mintgym.trainer.config import RunConfig
 from mintgym.trainer.learner import Learner
+
+
+@dataclass
+class EpisodeReport:
+    """What the workers' episodes did since the previous report."""
+
+    #: Episodes that ended (a sample, or a failure).
+    episodes: int = 0
+    #: Episodes that failed: an ``error`` or ``timeout`` trajectory, or an exception.
+    errors: int = 0
+    #: Groups not pushed because an episode of theirs failed.
+    lost_groups: int = 0
+    #: Failed episodes per kind (the error's first line).
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def all_failed(self) -> bool:
+        """Episodes ended and every one of them failed."""
+        return self.errors > 0 and self.errors >= self.episodes
+
+    def most_frequent(self) -> tuple[str, int]:
+        """The kind of failure seen most often, and how often."""
+        return max(self.kinds.items(), key=lambda kv: kv[1], default=("(no message)", self.errors))
+
+    def metrics(self) -> dict[str, float]:
+        return {"rollout/episodes": float(self.episodes), "rollout/episode_errors": float(self.errors),
+                "rollout/lost_groups": float(self.lost_groups)}
+
+    def summary(self) -> str:
+        """The progress line's part: empty when no episode failed."""
+        if not self.errors:
+            return ""
+        kind, count = self.most_frequent()
+        return (f" | {self.errors}/{self.episodes} episodes failed, {self.lost_groups} groups lost "
+                f"(most: {count}x {kind[:120]})")
 
 
 class Run:
@@ -41,7 +81,12 @@ class Run:
         self.servers: list[ServerGroup] = []
         self.run_refs: dict[int, Any] = {}
         self.restarts = 0
+        #: Env servers restarted after they died.
+        self.server_restarts = 0
+        #: Each worker's last ``status()`` seen by ``episode_report``.
+        self._seen: dict[int, dict[str, Any]] = {}
         self._own_ray = wiring.start_ray(cfg, out)
+        wiring.interrupt_on_sigterm()  # over the handler ray.init installed
         try:
             self._start()
         except BaseException:
@@ -85,10 +130,10 @@ class Run:
         dtype = getattr(torch, cfg.model.dtype) if cfg.model.dtype else None
         self.learner = Learner(load_model(self.model_path, dtype=dtype, device=cfg.model.device),
                                load_processor(self.model_path), cfg.train)
-        resume = latest_checkpoint(self.out)
-        if resume is None:
+        loaded = load_latest(self.out, self.learner.model, self.learner.optimizer, self.log)
+        if loaded is None:
             return 0
-        state = load_checkpoint(resume, self.learner.model, self.learner.optimizer)
+        resume, state = loaded
         self.learner.restored(int(state["version"]))
         ray.get(self.buffer.load_state_dict.remote(state["buffer"]))
         self.log(f"resumed from {resume} at step {int(state['step'])} (version {self.learner.version})")
@@ -123,8 +168,18 @@ class Run:
     # -- workers --------------------------------------------------------------------------------------
 
     def start_workers(self) -> None:
-        for i, w in enumerate(self.workers):
-            self.run_refs[i] = w.run.remote()
+        for i in range(len(self.workers)):
+            self.run_refs[i] = self._play(i)
+
+    def _play(self, i: int, max_groups: int | None = None) -> Any:
+        """Start worker ``i``'s run loop, on the env servers of now (an actor Ray restarted was made with the
+        URLs of the start, some of which may be dead servers' since)."""
+        if self.server_restarts:
+            self.workers[i].use_env_servers.remote(self._urls_of(i))
+        return self.workers[i].run.remote(max_groups=max_groups)
+
+    def _urls_of(self, i: int) -> dict[str, list[str]]:
+        return wiring.servers_of_worker(self.env_urls, i, len(self.workers))
 
     def check_workers(self) -> None:
         """Restart the run loop of any worker whose actor died (Ray restarted it)."""
@@ -143,22 +198,96 @@ class Run:
                          "episodes are counted lost")
                 if self.restarts > self.cfg.rollout.max_restarts * len(self.workers):
                     raise
-            self.run_refs[i] = self.workers[i].run.remote()
+            self.run_refs[i] = self._play(i)
 
-    def collect(self, n_groups: int) -> None:
-        """Sync mode: play exactly ``n_groups`` groups over the workers, then return."""
+    def check_servers(self) -> None:
+        """Restart every env server started here that died and move the workers to its replacement (their
+        episodes on it are lost); a server that cannot be restarted fails the run with BackendError naming it."""
+        moved = False
+        for group in self.servers:
+            for change in group.check():
+                where = f"env server {group.domain!r} at {change.old.base_url}"
+                if change.new is None:
+                    raise BackendError(f"{where} died and could not be restarted: "
+                                       + (change.error or "").strip().split("\n")[0])
+                self.server_restarts += 1
+                self.log(f"{where} died; restarted at {change.new.base_url}, its episodes in flight are lost")
+                moved = True
+        if moved:
+            self.env_urls = {**self.env_urls, **{group.domain: group.urls for group in self.servers}}
+            for i, w in enumerate(self.workers):
+                w.use_env_servers.remote(self._urls_of(i))
+
+    def collect(self, n_groups: int, timeout: float) -> None:
+        """Sync mode: play ``n_groups`` groups over the workers (a group lost to a failed episode counts), then
+        return; env servers and workers are checked meanwhile. MintGymError naming the workers not done, and
+        what they were doing, after ``timeout`` s."""
         import ray
         from ray.exceptions import RayActorError
 
         n = len(self.workers)
         shares = [n_groups // n + (i < n_groups % n) for i in range(n)]
-        refs = {i: self.workers[i].run.remote(max_groups=s) for i, s in enumerate(shares) if s}
-        for i, ref in refs.items():
+        self.check_servers()
+        refs = {i: self._play(i, max_groups=s) for i, s in enumerate(shares) if s}
+        deadline = time.monotonic() + timeout
+        while refs:
+            done, _ = ray.wait(list(refs.values()), num_returns=len(refs),
+                               timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+            for i in [i for i, ref in refs.items() if ref in done]:
+                try:
+                    ray.get(refs.pop(i))
+                except RayActorError:
+                    self.restarts += 1
+                    self.log(f"rollout worker {i} died during collection; its groups are counted lost")
+            if refs and time.monotonic() >= deadline:
+                raise MintGymError(f"sync mode: the workers did not play the step's {n_groups} groups within "
+                                   f"{timeout:.0f}s (train.batch_timeout): " + "; ".join(
+                                       f"worker {i} ({self._doing(i)})" for i in refs))
+            if refs:
+                self.check_servers()
+
+    def _doing(self, i: int) -> str:
+        """What worker ``i`` is doing, for an error message."""
+        import ray
+        from ray.exceptions import RayError
+
+        try:
+            status = ray.get(self.workers[i].status.remote(), timeout=5)
+        except RayError as err:  # the message must name the worker even when it cannot answer
+            return f"not answering ({type(err).__name__})"
+        kinds = status.get("error_kinds") or {}
+        failing = f"; most frequent error: {max(kinds, key=kinds.get)}" if kinds else ""
+        return (f"{status['in_flight']} episodes in flight, {status['groups']} groups pushed, "
+                f"{status['denied']} admissions denied, {status['errors']} of {status['episodes']} episodes "
+                f"failed{failing}")
+
+    def episode_report(self) -> EpisodeReport:
+        """What the workers' episodes did since the previous report (a worker that does not answer within 5 s
+        is counted at the next one; one Ray restarted counts from 0 again)."""
+        import ray
+        from ray.exceptions import RayError
+
+        refs = {w.status.remote(): i for i, w in enumerate(self.workers)}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=5)
+        report = EpisodeReport()
+        for ref in ready:
+            i = refs[ref]
             try:
-                ray.get(ref)
-            except RayActorError:
-                self.restarts += 1
-                self.log(f"rollout worker {i} died during collection; its groups are counted lost")
+                now = ray.get(ref)
+            except RayError:  # a worker that died: check_workers restarts it, its counts start over
+                continue
+            before = self._seen.get(i)
+            if before is None or before.get("instance") != now.get("instance"):
+                before = {}
+            report.episodes += now["episodes"] - before.get("episodes", 0)
+            report.errors += now["errors"] - before.get("errors", 0)
+            report.lost_groups += now["lost_groups"] - before.get("lost_groups", 0)
+            for kind, count in now["error_kinds"].items():
+                new = count - before.get("error_kinds", {}).get(kind, 0)
+                if new:
+                    report.kinds[kind] = report.kinds.get(kind, 0) + new
+            self._seen[i] = now
+        return report
 
     def stop_play(self) -> None:
         """Stop the workers' continuous play and wait (bounded) for their loops to end."""

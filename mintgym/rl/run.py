@@ -9,11 +9,19 @@ buffer actor; rollout worker actors placed by ``rollout.worker_resources``; the 
   and publishes weights every ``sync_every`` steps. Workers load them before their
   next model call and acknowledge them to the transport; a publication not loaded by every worker within
   ``sync_timeout`` fails the run with who is behind and what it was doing.
-- ``sync``: each step the workers play exactly one batch with the current weights, the trainer trains,
-  publishes, and waits (``sync_timeout``) until every worker has loaded the new weights.
+- ``sync``: each step the workers play one batch with the current weights (within ``batch_timeout``, else
+  the run fails naming the workers not done), the trainer trains, publishes, and waits (``sync_timeout``)
+  until every worker has loaded the new weights.
+
+Both modes restart an env server the run started that dies (the workers move to the replacement; one that
+cannot be restarted fails the run naming it), show failed episodes and lost groups in each step's metrics
+and progress line, and fail after ``train.max_failed_steps`` steps in a row (default 3) that trained on
+nothing because every episode failed, naming the most frequent error.
 
 A run whose last checkpoint is at ``train.steps`` is finished: calling it again returns at once (raise
-``train.steps`` to continue it).
+``train.steps`` to continue it). Before anything starts, the tasks are checked against the registry and the
+run folder against its record (:mod:`mintgym.rl.run_folder`). SIGTERM (a job scheduler's stop) stops the run
+as Ctrl-C does: workers and env servers stopped, the last checkpoint named.
 
 Launch with ``mintgym train --config examples/quickstart.yaml --out runs/q``.
 """
@@ -23,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,9 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from mintgym.buffer.types import Batch
+from mintgym.errors import MintGymError
 from mintgym.rl import wiring
 from mintgym.rl.components import Run
 from mintgym.rl.evaluate import final_eval
+from mintgym.rl.run_folder import open_run_folder
 from mintgym.trainer.ckpt import latest_checkpoint
 from mintgym.trainer.config import RunConfig
 from mintgym.trainer.runlog import RunLogger, clock
@@ -63,8 +74,6 @@ class RunResult:
 def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = None,
           log: Callable[[str], None] = print, after_step: Callable[[Run, dict], None] | None = None) -> RunResult:
     """Run (or resume from ``out``'s last checkpoint) until ``cfg.train.steps`` (or ``max_steps`` this call)."""
-    import ray
-
     # -- a finished run, or the parts of a new or resumed one --------------------------------------------
     out = Path(out)
     done = wiring.finished_step(cfg, out)
@@ -72,14 +81,29 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
         log(f"{out} is finished: its last checkpoint is at step {done} of train.steps {cfg.train.steps}; "
             f"nothing to do (raise train.steps, e.g. --steps {done + cfg.train.steps}, to train further)")
         return RunResult(out, done, resumed_from=done, finished=True)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+    wiring.preflight(cfg)
+    open_run_folder(cfg, out, log)
     t_start = time.monotonic()
+    before = wiring.interrupt_on_sigterm()
+    try:
+        return _train(cfg, out, max_steps, log, after_step, t_start)
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str], None],
+           after_step: Callable[[Run, dict], None] | None, t_start: float) -> RunResult:
+    import ray
+
     try:
         run = Run(cfg, out, log)
     except KeyboardInterrupt:
-        log("interrupted while starting (or warm-starting): nothing trained is saved; run again with the same "
-            "--out to start over (a warm start keeps the oracle episodes it played)")
+        last = latest_checkpoint(out)
+        log("interrupted while starting (or warm-starting): "
+            + (f"run again with the same --out to resume from {last.name}" if last else
+               "nothing trained is saved; run again with the same --out to start over (a warm start keeps the "
+               "oracle episodes it played)"))
         raise
     try:
         logger = RunLogger(out, cfg.domains, start_step=run.step, wandb=cfg.log.wandb, config=cfg.to_dict())
@@ -98,10 +122,12 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
             run.start_workers()
         end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
         first_step, t_loop = run.step, time.monotonic()
+        max_failed = tc.max_failed_steps
+        failed_steps = 0  # steps in a row that trained on nothing because every episode failed
         while run.step < end:
             t0 = time.monotonic()
             if tc.mode == "sync":
-                run.collect(tc.groups_per_step)
+                run.collect(tc.groups_per_step, tc.batch_timeout)
             batch, t_batch, learner_s = _stream_batch(run, 0.0 if tc.mode == "sync" else tc.batch_timeout)
             metrics = run.learner.finish(batch)
             run.step += 1
@@ -121,6 +147,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
             for k, v in stats["counts"].items():
                 metrics[f"buffer/{k}"] = float(v)
             metrics["workers/restarts"] = float(run.restarts)
+            metrics["env/server_restarts"] = float(run.server_restarts)
+            episodes = run.episode_report()
+            metrics.update(episodes.metrics())
             result.history.append(metrics)
             logger.write(run.step, metrics)
             every = cfg.log.sample_episodes_every
@@ -128,17 +157,24 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
                 _write_samples(run, batch)
             per_step = (time.monotonic() - t_loop) / (run.step - first_step)
             log(logger.progress(run.step, end, metrics, elapsed=time.monotonic() - t_start,
-                                eta=per_step * (end - run.step)))
+                                eta=per_step * (end - run.step)) + episodes.summary())
+            failed_steps = failed_steps + 1 if episodes.all_failed and not metrics.get("samples") else 0
+            if max_failed and failed_steps >= max_failed:
+                kind, count = episodes.most_frequent()
+                raise MintGymError(f"{failed_steps} steps in a row trained on nothing: every episode failed "
+                                   f"(train.max_failed_steps {max_failed}); most frequent error ({count}x): {kind}")
             if tc.checkpoint_every and run.step % tc.checkpoint_every == 0:
                 run.checkpoint()
             if after_step is not None:
                 after_step(run, metrics)
-        # -- the end: checkpoint, final eval -----------------------------------------------------------
-        run.checkpoint()
+        # -- the end: checkpoint (unless the last step just wrote it), final eval --------------------------
+        if not (tc.checkpoint_every and run.step % tc.checkpoint_every == 0):
+            run.checkpoint()
         result.steps = run.step
         result.buffer = ray.get(run.buffer.stats.remote())
         result.worker_restarts = run.restarts
         if tc.eval_groups:
+            run.check_servers()
             result.final_eval = final_eval(run, tc.eval_groups, tc.eval_temperature)
             (out / "final_eval.json").write_text(json.dumps(result.final_eval, indent=2))
             log(f"final eval of version {result.final_eval['version']}: " + ", ".join(
@@ -163,8 +199,8 @@ def _stream_batch(run: Run, timeout: float) -> tuple[Batch, float, float]:
     """Feed the step's groups to the learner as the buffer hands them over, until the batch is full or
     ``timeout`` s pass (then it is trained short, the gap counted): the trainer computes the gradients of the
     groups that arrived while the rest are still being played, so only the last group's share and the
-    optimizer step remain once it arrives. Returns the batch, when its last group arrived, and the seconds
-    the learner spent before that."""
+    optimizer step remain once it arrives. Returns the batch (the groups the learner trained on), when its
+    last group arrived, and the seconds the learner spent before that."""
     import ray
 
     n, version = run.cfg.train.groups_per_step, run.learner.version
@@ -178,13 +214,12 @@ def _stream_batch(run: Run, timeout: float) -> tuple[Batch, float, float]:
         if lacking == 0 or t_arrived >= deadline:
             break
         if part:
-            run.learner.add(part)
-            groups += part
+            groups += run.learner.add(part)
             learner_s += time.monotonic() - t_arrived
         run.check_workers()
+        run.check_servers()
         run.sync.check()
-    run.learner.add(part)
-    groups += part
+    groups += run.learner.add(part)
     stats = ray.get(run.buffer.close_batch.remote(n, version))
     return Batch(groups=groups, trainer_version=version, domains=stats), t_arrived, learner_s
 

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from mintgym.trainer.config import TrainConfig
-from mintgym.weights.base import WeightBroadcast, WeightSyncTimeout
+from mintgym.weights.base import WeightBroadcast, WeightSyncFailed, WeightSyncTimeout
 
 
 class WeightSync:
@@ -51,13 +51,30 @@ class WeightSync:
         self.pending.append((version, time.monotonic()))
 
     def wait_all(self) -> None:
-        """Have every worker load the newest weights now; WeightSyncTimeout after ``sync_timeout``."""
+        """Have every worker load the newest weights now. Returns once every worker acknowledged the published
+        version; WeightSyncFailed (one line, naming the worker) if a worker's load raised, WeightSyncTimeout
+        after ``sync_timeout``. A worker that answers with an older version (its refresh was already under
+        way when the version came out) is asked again."""
         import ray
 
-        refs = [w.sync_weights.remote() for w in self.workers]
-        done, _ = ray.wait(refs, num_returns=len(refs), timeout=self.train.sync_timeout)
-        if len(done) < len(refs):
-            self._failed(self.published, self.train.sync_timeout)
+        started = time.monotonic()
+        behind = list(range(len(self.workers)))
+        while behind:
+            left = self.train.sync_timeout - (time.monotonic() - started)
+            calls = {self.workers[i].sync_weights.remote(): i for i in behind}
+            done, _ = ray.wait(list(calls), num_returns=len(calls), timeout=max(0.0, left))
+            for ref in done:  # a task that raised is "done" too: its error surfaces here
+                try:
+                    ray.get(ref)
+                except Exception as err:
+                    raise WeightSyncFailed(f"worker {calls[ref]} failed to load weights version {self.published}: "
+                                           f"{_one_line(err)}") from err
+            acks = self.weights.acks()
+            behind = [i for i in behind if acks.get(i, (-1, 0.0))[0] < self.published]
+            if behind and (len(done) < len(calls) or time.monotonic() - started >= self.train.sync_timeout):
+                self._failed(self.published, time.monotonic() - started)
+            if behind:
+                time.sleep(0.05)
         self.pending.clear()
 
     def check(self) -> None:
@@ -88,3 +105,11 @@ class WeightSync:
         raise WeightSyncTimeout(f"weights version {version} not loaded by every engine after {waited:.0f}s "
                                 f"(sync_timeout={self.train.sync_timeout}s); the trainer was waiting on: "
                                 + "; ".join(lines or ["(all caught up just now)"]))
+
+
+def _one_line(err: BaseException) -> str:
+    """``Type: first line`` of a worker's error (Ray wraps it: the original is its ``cause``)."""
+    cause = getattr(err, "cause", None)
+    err = cause if isinstance(cause, BaseException) else err
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": ")

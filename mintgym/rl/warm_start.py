@@ -5,14 +5,17 @@ With ``oracle: true`` the run first plays every task's oracle (the scripted agen
 pixel actions) on the task's ``oracle_seeds`` (else its training ``seeds``) through the run's own env servers, into
 ``<out>/warm_start/oracle``; those episodes are replayed through the run's agent
 (:mod:`mintgym.trajectory.imitation`) into ``<out>/warm_start/dataset``, the same dataset
-``mintgym export <out>/warm_start/oracle --agent KIND`` writes. Then ``steps`` supervised steps
-(:mod:`mintgym.trainer.sft`) train the learner's model on it. Held-out ``eval_seeds`` are never played.
+``mintgym export <out>/warm_start/oracle --agent KIND`` writes, made of this config's oracle episodes only
+(a rerun whose seeds changed rebuilds it: episodes played for an earlier config stay in the folder, unread).
+Then ``steps`` supervised steps (:mod:`mintgym.trainer.sft`) train the learner's model on it. Held-out
+``eval_seeds`` are never played.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,21 +25,32 @@ from mintgym.errors import MintGymError
 from mintgym.trainer.config import RunConfig
 
 
+def oracle_jobs(cfg: RunConfig) -> dict[str, list[Any]]:
+    """Per task, the oracle's episodes (:class:`~mintgym.rollout.runner.EpisodeJob`): one on each of its
+    ``oracle_seeds`` (else its training ``seeds``)."""
+    from mintgym.rollout.runner import EpisodeJob
+
+    jobs = {}
+    for task in cfg.tasks:
+        seeds = task.oracle_seeds or task.seeds
+        if not seeds:
+            raise MintGymError(f"warm_start.oracle: task {task.id} lists no training seeds to play the oracle on")
+        jobs[task.id] = [EpisodeJob(task.id, seed, key=f"{task.id.replace('/', '.')}-seed{seed}") for seed in seeds]
+    return jobs
+
+
 def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
                 log: Callable[[str], None] = print) -> dict[str, int]:
     """Play each task's oracle once on each of its ``oracle_seeds`` (else its training ``seeds``) into
     ``run_dir``; returns {task: successes}."""
     from mintgym.agents import make_agent
-    from mintgym.rollout.runner import EpisodeJob, run_jobs
+    from mintgym.rollout.runner import run_jobs
     from mintgym.trajectory.store import iter_run
 
     played = {t.id: t for _, t in iter_run(run_dir)} if run_dir.is_dir() else {}  # a restarted run resumes
     successes: dict[str, int] = {}
     for task in cfg.tasks:
-        seeds = task.oracle_seeds or task.seeds
-        if not seeds:
-            raise MintGymError(f"warm_start.oracle: task {task.id} lists no training seeds to play the oracle on")
-        jobs = [EpisodeJob(task.id, seed, key=f"{task.id.replace('/', '.')}-seed{seed}") for seed in seeds]
+        jobs = oracle_jobs(cfg)[task.id]
         done = [played[j.key] for j in jobs if j.key in played]
         todo = [j for j in jobs if j.key not in played]
         log(f"warm start: playing the oracle of {task.id} on its {len(jobs)} "
@@ -69,8 +83,9 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
     folder = out / "warm_start"
     summary: dict[str, Any] = {"steps": ws.steps, "lr": ws.lr, "batch_size": ws.batch_size}
     if ws.oracle:
-        path = folder / "dataset"
-        if not (path / "dataset_info.json").exists():
+        path, listed = folder / "dataset", folder / "dataset_episodes.json"
+        keys = sorted(job.key for jobs in oracle_jobs(cfg).values() for job in jobs)
+        if not (path / "dataset_info.json").exists() or not listed.is_file() or json.loads(listed.read_text()) != keys:
             episodes = folder / "oracle"
             started = time.monotonic()
             summary["oracle_successes"] = play_oracle(cfg, env_urls, episodes, log)
@@ -78,8 +93,12 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
             engine = HFEngine(model=model, processor=processor)
             dataset = imitation_dataset(episodes, agent_factory(cfg.agent.kind, cfg.agent.options, engine,
                                                                 max_new_tokens=cfg.rollout.max_new_tokens,
-                                                                temperature=cfg.rollout.temperature))
+                                                                temperature=cfg.rollout.temperature),
+                                        episodes=set(keys))
+            if path.exists():  # built for other seeds: derived data, rebuilt from the episodes kept beside it
+                shutil.rmtree(path)
             dataset.save_to_disk(str(path))
+            listed.write_text(json.dumps(keys))
             log(f"warm start: {len(dataset)} examples in the {cfg.agent.kind} agent's format -> {path} (oracle "
                 f"{played - started:.0f} s, export {time.monotonic() - played:.0f} s)")
     else:

@@ -13,6 +13,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -53,12 +54,14 @@ def env_provider(env: EnvConfig) -> Provider:
     from mintgym.server.serve import is_loopback
 
     options = dict(env.provider_options)
-    if env.provider == "ray":
+    if env.provider in ("ray", "local"):
         options.setdefault("bind", "127.0.0.1")
         if not is_loopback(options["bind"]):
-            raise MintGymError(f"envs[{env.domain}]: ray env servers bound on {options['bind']} need a bearer "
-                               "token, which rollout workers cannot send yet; bind 127.0.0.1 and place the "
-                               "workers on the servers' nodes (rollout.worker_resources)")
+            raise MintGymError(f"envs[{env.domain}]: {env.provider} env servers bound on {options['bind']} need a "
+                               "bearer token, which rollout workers cannot send yet; bind 127.0.0.1"
+                               + (" and place the workers on the servers' nodes (rollout.worker_resources)"
+                                  if env.provider == "ray" else ""))
+    if env.provider == "ray":
         options.update(num_cpus=env.num_cpus or 0.0, resources=env.resources)
     elif env.provider == "docker":
         options.setdefault("network", "host")
@@ -120,6 +123,48 @@ def weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
     broadcast = kind(folder, keep=cfg.weights.keep)
     broadcast.reset()  # versions restart from the checkpoint's; engines then load the first send
     return broadcast
+
+
+def check_tasks(cfg: RunConfig) -> None:
+    """Every task of ``cfg`` is registered and served by the domain the config gives it; else a one-line
+    :class:`MintGymError` naming the entry (a typo used to train on nothing: every episode failed)."""
+    from mintgym.env import registration
+
+    for i, entry in enumerate(cfg.tasks):
+        try:
+            task = registration.task(entry.id)
+        except MintGymError as err:
+            raise MintGymError(f"tasks.{i}.id: {err}") from None
+        if task.domain != entry.domain:
+            raise MintGymError(f"tasks.{i}: {entry.id} is served by the {task.domain!r} domain, not "
+                               f"{entry.domain!r}: set env_domain: {task.domain}")
+
+
+def preflight(cfg: RunConfig) -> None:
+    """What can be checked before a run starts anything: its tasks (:func:`check_tasks`) and that an enabled
+    W&B log has its package (it used to fail after Ray, the env servers and the warm start had started)."""
+    import importlib.util
+
+    check_tasks(cfg)
+    if cfg.log.wandb.enabled and importlib.util.find_spec("wandb") is None:
+        raise MintGymError("log.wandb.enabled needs the wandb package: pip install 'mintgym[wandb]'")
+
+
+def interrupt_on_sigterm() -> Any:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread, so a job scheduler's stop ends a run as Ctrl-C
+    does (workers and env servers stopped, the last checkpoint named) instead of Ray's crash report. Returns
+    the handler it replaced (None outside the main thread, where nothing is changed). Called again once Ray
+    has started: ``ray.init`` installs its own."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def finished_step(cfg: RunConfig, out: Path) -> int | None:

@@ -8,7 +8,8 @@ with ``timeout``. Nothing is dropped: every episode returns a trajectory.
 
 :func:`play_pooled` is the one episode loop over an :class:`~mintgym.runtime.pool.EnvPool` that evaluation
 (``runner.run_jobs``) and training (the Ray rollout worker) share: take a reset session, play, and hand the
-session back by the pool's one retirement rule; a reset that fails is an ``error`` trajectory too.
+session back by the pool's one retirement rule; a reset that fails is an ``error`` trajectory too. An
+episode cancelled or ended by an unexpected exception retires its session and raises.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from pathlib import Path
 
 from mintgym.action_spaces import action_set_for
 from mintgym.client.aio import AsyncSession
-from mintgym.errors import MintGymError
+from mintgym.errors import MintGymError, ServerError
 from mintgym.policy import Agent, AgentContext
-from mintgym.runtime.pool import EnvPool
+from mintgym.runtime.pool import NO_SESSION, EnvPool
 from mintgym.trajectory.store import TrajectoryWriter
 from mintgym.trajectory.types import StepRecord, Trajectory
 from mintgym.types import Observation
@@ -72,10 +73,16 @@ async def play_pooled(pool: EnvPool, agent: Agent, task_id: str, seed: int | Non
                       group_id: str | None = None) -> Trajectory:
     """One episode on a session of ``pool`` (reset for ``task_id``/``seed``, or one prepared for it), the
     session returned by ``EnvPool.finish``. A failed reset gives an ``error`` trajectory (written under
-    ``run_dir`` like any episode, so reports and resumes see it) with ``extra["fault"] = "reset"``."""
+    ``run_dir`` like any episode, so reports and resumes see it) with ``extra["fault"] = "reset"``.
+
+    Raises what the episode raised (an unexpected error, a cancellation) after retiring its session (closed on
+    its server, shielded from the cancellation; the pool reopens its slot when next needed), and the pool's
+    ``ServerError`` (code ``no_session``) when it has no session and no server can open one."""
     try:
         prepared = await pool.checkout(task_id, seed)
     except MintGymError as err:
+        if isinstance(err, ServerError) and err.code == NO_SESSION:
+            raise  # the pool has no session and no server can open one: not this episode's failure
         now = time.time()
         traj = Trajectory(id=trajectory_id, task_id=task_id, domain="", instruction="", agent=agent.name, seed=seed,
                           status="error", error=f"reset failed: {type(err).__name__}: {err}", started=now,
@@ -83,10 +90,14 @@ async def play_pooled(pool: EnvPool, agent: Agent, task_id: str, seed: int | Non
         if run_dir is not None:
             TrajectoryWriter(run_dir, traj).close()
         return traj
-    traj = await run_episode(prepared.session, agent, task_id, seed=seed, run_dir=run_dir, max_seconds=max_seconds,
-                             group_id=group_id, trajectory_id=trajectory_id,
-                             started=(prepared.observation, prepared.info))
-    await pool.finish(prepared.session, traj.extra.get("fault"))
+    try:
+        traj = await run_episode(prepared.session, agent, task_id, seed=seed, run_dir=run_dir,
+                                 max_seconds=max_seconds, group_id=group_id, trajectory_id=trajectory_id,
+                                 started=(prepared.observation, prepared.info))
+    except BaseException:  # cancelled, or an error no episode ending covers: the session's state is unknown
+        await asyncio.shield(pool.retire(prepared.session))
+        raise
+    await asyncio.shield(pool.finish(prepared.session, traj.extra.get("fault")))
     return traj
 
 

@@ -19,7 +19,14 @@ buffer made with ``own_images=True`` stores each in the object store under its o
 pushed just before this worker dies still reaches the trainer whole.
 
 A worker that dies is restarted by Ray (``max_restarts``); on its next ``run()`` it registers again and
-the buffer counts the reservations it held as lost.
+the buffer counts the reservations it held as lost. An env server that dies is restarted by the run, which
+hands the worker its replacement's URL (``use_env_servers``).
+
+Every episode that fails (an ``error`` or ``timeout`` trajectory, or an exception) is counted in ``status()``
+by kind (its error's first line), with the groups lost to such failures, so the run reports them each step
+and fails when nothing but failures comes back. A slot whose group pushed nothing waits before its next one
+(0.1 s, doubling to 5 s), so a dead env server or a broken agent is not retried in a busy loop, and loads
+any newer weights meanwhile.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import importlib
 import itertools
 import math
 import random
+import re
 import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
@@ -78,6 +86,21 @@ class WorkerSpec:
     admission_poll: float = 0.02
     #: Benchmarks only: extra seconds per env step, lognormal with this mean and sigma (None: none).
     simulated_step_seconds: tuple[float, float] | None = None
+
+
+#: Distinct kinds of failed episodes a worker counts apart; the rest count as ``(other errors)``.
+MAX_ERROR_KINDS = 32
+#: An env session's id (``uuid4().hex``), as error messages quote it.
+_SESSION_ID = re.compile(r"\b[0-9a-f]{32}\b")
+
+
+def error_kind(error: str, episode_id: str = "") -> str:
+    """A failed episode's kind: the first line of its error, at most 300 characters, with the episode's own id
+    and any session id left out, so that one cause counts as one kind."""
+    first = (error.strip().splitlines() or ["(no message)"])[0]
+    if episode_id:
+        first = first.replace(episode_id, "<episode>")
+    return _SESSION_ID.sub("<session>", first)[:300]
 
 
 class _GroupAdmission:
@@ -140,7 +163,11 @@ class RolloutWorker:
         self.pools: dict[str, Any] = {}
         self.clients: list[Any] = []
         self.version: int = -1
-        self.stats = {"groups": 0, "episodes": 0, "errors": 0, "denied": 0, "weight_loads": 0}
+        self.stats = {"groups": 0, "episodes": 0, "errors": 0, "lost_groups": 0, "denied": 0, "weight_loads": 0}
+        #: Failed episodes per kind: the error's type and first line (``error_kind``).
+        self.error_kinds: dict[str, int] = {}
+        #: Tells this actor's counts from those of the actor Ray restarts in its place (which start at 0).
+        self.instance = uuid.uuid4().hex
         self._rng = random.Random(spec.seed * 7919 + spec.worker_id)
         #: The tasks' domains in turn (a domain once per task) and each domain's own tasks in turn.
         self._domain_turns = [domain for _, _, domain in spec.tasks]
@@ -175,7 +202,8 @@ class RolloutWorker:
         self.sampler = self.engine
         if self.spec.engine == "hf":
             # The G episodes of a group call the model at once, one request each: their calls are gathered
-            # into generate calls of up to the engine's max_batch_size (vllm batches its requests itself).
+            # into generate calls of up to the engine's max_batch_size (a vllm engine gathers its concurrent
+            # agenerate calls into shared LLM.generate calls itself: VLLMEngine.agenerate).
             batched = importlib.import_module("mintgym.agents.batched")  # by name: see rollout.agents
             self.sampler = batched.BatchedEngine(self.engine, max_batch_size=self.engine.max_batch_size)
         size = self.spec.group_size * self.spec.groups_in_flight
@@ -220,12 +248,18 @@ class RolloutWorker:
         budget = [max_groups]
 
         async def slot() -> None:
+            misses = 0  # groups in a row that pushed nothing
             while not self._stop:
                 if budget[0] is not None:
                     if budget[0] <= 0:
                         return
                     budget[0] -= 1
-                await self._one_group()
+                if misses:
+                    await asyncio.sleep(min(5.0, 0.1 * 2 ** (misses - 1)))
+                    # episodes that fail before their first model call load no weights: load them here, so a
+                    # failing worker is reported by its errors, not as one behind on the weights
+                    await self.refresh_weights()
+                misses = 0 if await self._one_group() else misses + 1
 
         await asyncio.gather(*(slot() for _ in range(self.spec.groups_in_flight * len(self._going))))
         return self.status()
@@ -239,8 +273,22 @@ class RolloutWorker:
         self._stop = True
 
     def status(self) -> dict[str, Any]:
-        return {"worker_id": self.spec.worker_id, "version": self.version, "in_flight": self.in_flight,
-                "malloc": self.malloc.applied, **self.stats}
+        return {"worker_id": self.spec.worker_id, "instance": self.instance, "version": self.version,
+                "in_flight": self.in_flight, "malloc": self.malloc.applied, "error_kinds": dict(self.error_kinds),
+                **self.stats}
+
+    async def use_env_servers(self, env_urls: dict[str, list[str]]) -> None:
+        """Play on these env servers (per domain, in the order given before) from now on: the run restarted a
+        dead one at a new URL. Each pool opens its sessions on the replacement in place of the dead server."""
+        from mintgym.client.aio import AsyncEnvClient
+
+        self.spec = dataclasses.replace(self.spec, env_urls=env_urls)  # what a setup still to come uses
+        for domain, pool in self.pools.items():
+            for old, url in zip(list(pool.clients), env_urls.get(domain, [])):
+                if old.base_url != url.rstrip("/"):
+                    new = AsyncEnvClient(url, encoding="raw")
+                    self.clients.append(new)
+                    await pool.replace_client(old, new)
 
     async def sync_weights(self) -> int:
         """Load the newest weights now (sync mode) and return the version in use."""
@@ -253,7 +301,8 @@ class RolloutWorker:
         (k < ``groups_per_task``, taken when ``k % share[1] == share[0]``) uses its ``k``-th seed in
         turn, sampled at ``temperature`` (None: the rollout's; 0: greedy, one episode a group). Returns per group the task, domain, seed,
         weights version, rewards and failed episodes."""
-        spec = self.spec if temperature is None else dataclasses.replace(self.spec, temperature=temperature)
+        spec = self.spec if temperature is None else dataclasses.replace(
+            self.spec, temperature=temperature, agent_options=_with_temperature(self.spec.agent_options, temperature))
         await self._setup()
         await self.refresh_weights()
         tasks = list({task_id: (task_id, seeds, domain) for task_id, seeds, domain in self.spec.tasks}.values())
@@ -331,7 +380,8 @@ class RolloutWorker:
             pass
         return seed
 
-    async def _one_group(self) -> None:
+    async def _one_group(self) -> bool:
+        """Play one group and push it; False when it was not (an episode failed, or the worker stopped)."""
         task_id, seeds, domain = await self._next_task()
         seed = self._rng.choice(seeds) if seeds else self._any_seed_but(self.spec.eval_seeds.get(task_id, ()))
         group_id = f"{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
@@ -346,15 +396,17 @@ class RolloutWorker:
             admission.count_out()
         reservation = await admission.settled()
         good = [s for s in samples if isinstance(s, Sample)]
-        self.stats["errors"] += sum(isinstance(s, BaseException) for s in samples)
+        if len(good) < len(samples) and not self._stop:
+            self.stats["lost_groups"] += 1
         if reservation is None:
-            return  # never admitted (stopped, or every episode failed before its first model call)
+            return False  # never admitted (stopped, or every episode failed before its first model call)
         if len(good) < len(samples):
             await self.buffer.release.remote(reservation)
-            return
+            return False
         group = Group(group_id, task_id, domain, seed, good, reservation=reservation)
         await self.buffer.push.remote(group)
         self.stats["groups"] += 1
+        return True
 
     async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int,
                        spec: WorkerSpec | None = None,
@@ -366,18 +418,35 @@ class RolloutWorker:
         agent = recorder.marking(make_episode_agent(
             spec.agent, spec.agent_options, recorder, max_new_tokens=spec.max_new_tokens,
             temperature=spec.temperature, simulated_step_seconds=spec.simulated_step_seconds, rng=self._rng))
-        traj = await play_pooled(self.pools[domain], agent, task_id, seed, f"{group_id}-{index}",
-                                 max_seconds=self.spec.episode_timeout, group_id=group_id)
+        episode_id = f"{group_id}-{index}"
+        try:
+            traj = await play_pooled(self.pools[domain], agent, task_id, seed, episode_id,
+                                     max_seconds=self.spec.episode_timeout, group_id=group_id)
+            if traj.status in ("error", "timeout"):
+                self._failed(traj.error or traj.status, episode_id)
+                return None
+            if not recorder.calls:
+                self._failed("the episode ended before its first model call", episode_id)
+                return None
+            recorder.attach(traj)
+            sample = Sample.from_episode(traj, domain, self.spec.worker_id)
+        except Exception as err:
+            self._failed(f"{type(err).__name__}: {err}", episode_id)
+            raise
         self.stats["episodes"] += 1
-        if traj.status in ("error", "timeout") or not recorder.calls:
-            self.stats["errors"] += 1
-            return None
-        recorder.attach(traj)
-        sample = Sample.from_episode(traj, domain, self.spec.worker_id)
         after = sample.seconds_after_first_answer
         if after is not None:
             self.note_after_answer(domain, after)
         return sample
+
+    def _failed(self, error: str, episode_id: str) -> None:
+        """Count a failed episode under its kind (``error_kind``)."""
+        self.stats["episodes"] += 1
+        self.stats["errors"] += 1
+        kind = error_kind(error, episode_id)
+        if kind not in self.error_kinds and len(self.error_kinds) >= MAX_ERROR_KINDS:
+            kind = "(other errors)"
+        self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
 
     def note_after_answer(self, domain: str, seconds: float) -> None:
         """An episode of ``domain`` ran ``seconds`` after its first model answer (a moving average per domain)."""
@@ -396,3 +465,14 @@ class RolloutWorker:
             await client.aclose()
         if self.sampler is not None:
             self.sampler.close()  # the engine, and its batching where it has one
+
+
+def _with_temperature(options: dict[str, Any], temperature: float) -> dict[str, Any]:
+    """Agent options sampling at ``temperature`` whatever they set themselves (``temperature``, or a vlm
+    agent's ``sampling``): the final evaluation's temperature is the one its results report."""
+    options = {k: v for k, v in options.items() if k != "temperature"}
+    if isinstance(options.get("sampling"), dict):
+        options["sampling"] = {**options["sampling"], "temperature": temperature}
+    elif options.get("sampling") is not None:
+        options["sampling"] = dataclasses.replace(options["sampling"], temperature=temperature)
+    return options

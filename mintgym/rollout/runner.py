@@ -30,7 +30,7 @@ class EpisodeJob:
 
 async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[], Agent], *,
                    concurrency: int = 1, run_dir: str | Path | None = None, token: str | None = None,
-                   encoding: str = "raw", max_seconds: float | None = None,
+                   encoding: str = "raw", max_seconds: float | None = None, max_steps: int | None = None,
                    on_done: Callable[[EpisodeJob, Trajectory], None] | None = None) -> list[Trajectory]:
     if not jobs:
         return []
@@ -38,7 +38,7 @@ async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[
     queue: list[EpisodeJob] = list(jobs)
     results: list[Trajectory] = []
     async with AsyncEnvClient(base_url, token=token, encoding=encoding) as client:
-        pool = await EnvPool(client, concurrency + (1 if len(jobs) > concurrency else 0)).start()
+        pool = await EnvPool(client, concurrency + (1 if len(jobs) > concurrency else 0), max_steps=max_steps).start()
 
         async def worker() -> None:
             agent = make_agent()
@@ -54,8 +54,14 @@ async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[
             if on_done is not None:
                 on_done(job, traj)
 
+        tasks = [asyncio.ensure_future(worker()) for _ in range(concurrency)]
         try:
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            await asyncio.gather(*tasks)
+        except BaseException:  # one worker's error (a dead server) ends the others too, their sessions retired
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         finally:
             await pool.close()
     return results

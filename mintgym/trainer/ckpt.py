@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from mintgym.errors import MintGymError
 
 
 def checkpoint_dir(out: str | os.PathLike) -> Path:
@@ -58,3 +61,36 @@ def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module,
     model.load_state_dict(torch.load(path / "model.pt", map_location="cpu", weights_only=True))
     optimizer.load_state_dict(torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True))
     return json.loads((path / "state.json").read_text())
+
+
+class CheckpointUnreadable(MintGymError):
+    """Every checkpoint of a run failed to load."""
+
+
+def load_latest(out: str | os.PathLike, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]] | None:
+    """Load the newest checkpoint of ``out`` that loads (None: there is none). When newer ones fail (a
+    truncated file, a bad ``state.json``), each is renamed ``broken-step-<N>`` (kept, out of the way of later
+    saves), with a line saying why. When none loads, nothing is renamed, the model and optimizer are as they
+    were, and :class:`CheckpointUnreadable` names every failure's first line."""
+    failures: list[tuple[Path, str]] = []
+    for path in sorted(checkpoint_dir(out).glob("step-*"), reverse=True):
+        before = ({k: v.clone() for k, v in model.state_dict().items()}, optimizer.state_dict())
+        try:
+            state = load_checkpoint(path, model, optimizer)
+            int(state["step"]), int(state["version"])  # what a resume reads: present, and numbers
+        except Exception as err:  # noqa: BLE001 -- any unreadable checkpoint: try the one before
+            model.load_state_dict(before[0])
+            optimizer.load_state_dict(before[1])
+            failures.append((path, f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"))
+            continue
+        for bad, reason in failures:
+            broken = bad.with_name(f"broken-{bad.name}")
+            shutil.rmtree(broken, ignore_errors=True)
+            os.replace(bad, broken)
+            log(f"checkpoint {bad} does not load ({reason}); kept as {broken.name}, resuming from {path.name}")
+        return path, state
+    if failures:
+        raise CheckpointUnreadable("no checkpoint of the run loads: "
+                                   + "; ".join(f"{path} ({reason})" for path, reason in failures))
+    return None

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import annotated_types
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 
 class ConfigError(ValueError):
@@ -33,12 +33,21 @@ class ConfigError(ValueError):
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """``true`` where a number is expected is an error, not 1 (pydantic's lax mode would take it)."""
+        annotation = cls.model_fields[info.field_name].annotation
+        if not _takes_bool(annotation) and _holds_bool(value):
+            raise ValueError(f"expected {_type_words(annotation, [])}, got {value!r}")
+        return value
 
 
 class ModelConfig(_Part):
-    path: str = Field(description="Checkpoint directory (a Hugging Face VLM). With ``build_tiny`` it is built "
-                                  "there first if missing.")
+    path: str = Field(min_length=1, description="Checkpoint directory (a Hugging Face VLM). With ``build_tiny`` "
+                                                "it is built there first if missing.")
     build_tiny: bool = Field(False, description="Build the tiny random Qwen2-VL "
                                                 "(:func:`mintgym.models.tiny.build_tiny_vlm`) at ``path`` if absent; "
                                                 "one built there with another seed or options is refused.")
@@ -178,7 +187,7 @@ class TrainConfig(_Part):
                                 "advantages are all 0 is still skipped (``skip_no_signal``): the bonus alone, "
                                 "scaled up by Adam, would move a converged policy.")
     is_cap: float = Field(2.0, gt=0, description="The truncation cap C of ``truncated_is``.")
-    clip_eps: float = Field(0.2, gt=0, description="The clip range of ``ppo_clip``.")
+    clip_eps: float = Field(0.2, gt=0, lt=1, description="The clip range of ``ppo_clip``.")
     lr: float = Field(1e-5, gt=0, description="Adam learning rate.")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient norm clip (None: no clipping).")
     skip_no_signal: bool = Field(True, description="Leave the weights as they are on a step whose advantages are "
@@ -196,6 +205,9 @@ class TrainConfig(_Part):
                                     "0: measure lag-0 turns only).")
     publish_delay: int = Field(0, ge=0, description="Lag studies: publish the weights of this many versions ago, "
                                "so every sample lags the trainer by at least this much (async only, <= ``max_lag``).")
+    max_failed_steps: int = Field(3, ge=0, description="Fail the run after this many steps in a row that "
+                                  "trained on nothing because every episode failed, naming the most frequent "
+                                  "episode error (0: never).")
     eval_groups: int = Field(0, ge=0, description="After the last step, play this many groups of every task with "
                              "the final weights (not trained on) and write their mean reward per domain to "
                              "``final_eval.json`` (0: no evaluation).")
@@ -308,6 +320,10 @@ class RunConfig(_Part):
         seen = [e.domain for e in self.envs]
         if len(seen) != len(set(seen)):
             raise ValueError(f"envs: each domain once, got {seen}")
+        ids = [t.id for t in self.tasks]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:  # the held-out check is per entry: two entries of one task could train on the other's eval seeds
+            raise ValueError(f"tasks: each task id once (its weight repeats it), got {twice[:3]} more than once")
         if self.weights.transport == "vllm" and self.engine.name != "vllm":
             raise ValueError("weights.transport vllm is vLLM's own update path: it needs engine.name: vllm")
         return self
@@ -330,14 +346,47 @@ class RunConfig(_Part):
         return self.model_dump(mode="json")
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field of this type may hold a bool anywhere (``bool``, ``Any``, a dict of anything ...)."""
+    if annotation is bool or annotation is Any:
+        return True
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is Literal:
+        return any(isinstance(a, bool) for a in args)
+    if typing.get_origin(annotation) is dict:
+        return _takes_bool(args[1]) if len(args) == 2 else True
+    return any(_takes_bool(a) for a in args if a is not Ellipsis)
+
+
+def _holds_bool(value: Any) -> bool:
+    """A bool, or a list or tuple holding one (``seeds: [true]``)."""
+    return isinstance(value, bool) or (isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value))
+
+
 # -- YAML and overrides ------------------------------------------------------------------------------------
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file" if not path.exists() else f"{path} is not a file")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # SafeLoader, no repeated keys
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -402,6 +451,10 @@ def _describe(problem: dict[str, Any]) -> str:
         return f"{loc}: expected at least {problem['ctx']['min_length']} item(s), got {got!r}"
     if kind == "missing":
         return f"{loc}: missing (required)"
+    if kind == "finite_number":
+        return f"{loc}: expected a finite number, got {got!r}"
+    if kind == "string_too_short":
+        return f"{loc}: expected a non-empty string, got {got!r}"
     if kind == "value_error":
         return f"{loc}: {problem['msg'].removeprefix('Value error, ')}" if problem["loc"] else \
             problem["msg"].removeprefix("Value error, ")
@@ -482,13 +535,14 @@ def _type_words(annotation: Any, metadata: list[Any]) -> str:
     if origin is Literal:
         text = "one of " + ", ".join(repr(v) for v in args)
     elif annotation in names:
-        text = names[annotation]
+        bounds = []
         for meta in metadata:
             for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
                 bound = getattr(meta, attr, None)
                 if bound is not None and isinstance(meta, (annotated_types.Gt, annotated_types.Ge,
                                                            annotated_types.Lt, annotated_types.Le)):
-                    text += f" {sign} {bound}"
+                    bounds.append(f"{sign} {bound}")
+        text = " ".join([names[annotation], " and ".join(bounds)]).strip()
     elif origin is list:
         text = "a list"
     elif origin is tuple:

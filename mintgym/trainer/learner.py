@@ -20,7 +20,8 @@ import torch
 from mintgym.buffer.advantages import compute_advantages
 from mintgym.buffer.types import Batch, Group, Turn
 from mintgym.inference.images import load_image
-from mintgym.inference.logprobs import SequenceInput, sequence_logprobs, sequence_logprobs_and_entropy
+from mintgym.inference.logprobs import (SequenceInput, sequence_logprobs, sequence_logprobs_and_entropy,
+                                        suppressed_token_ids)
 from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.loss import LossInputs, pad_right, policy_loss
 from mintgym.trainer.mismatch import mismatch_metrics
@@ -63,6 +64,10 @@ class _Accumulation:
     sampler_lp: list[torch.Tensor] = field(default_factory=list)
     keys: list[dict[str, Any]] = field(default_factory=list)
     images_lost: int = 0
+    #: Groups left out because a response holds a token the trainer scores at -inf (see ``_materialize``).
+    unscorable: int = 0
+    #: The groups trained on, in the order they were added.
+    groups: list[Group] = field(default_factory=list)
     #: Some advantage was not 0 / some backward pass ran.
     signal: bool = False
     backward: bool = False
@@ -83,6 +88,7 @@ class Learner:
         vision = getattr(model.config, "vision_config", None)
         self.merge = int(getattr(vision, "spatial_merge_size", 2) or 2)
         self.image_token_id = getattr(model.config, "image_token_id", None)
+        self.suppressed = frozenset(suppressed_token_ids(model))
         #: Past weights by version (``mismatch_snapshots`` of them) and a scratch model to score with them.
         self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
         self._scratch: Any = None
@@ -159,16 +165,19 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
         self._acc = _Accumulation()
 
-    def add(self, groups: list[Group]) -> None:
-        """Compute the advantages, logprobs, loss and gradient of ``groups`` into the open step. A chunk whose
+    def add(self, groups: list[Group]) -> list[Group]:
+        """Compute the advantages, logprobs, loss and gradient of ``groups`` into the open step; returns the
+        groups trained on (those with a lost image or an unscorable token are left out). A chunk whose
         advantages are all 0 has no policy-gradient term: with ``skip_no_signal`` it is only scored, without a
         backward pass (without it, the backward runs so that Adam sees the zeros), unless an entropy bonus gives
         it a gradient of its own (kept if another chunk of the step has a signal)."""
         acc, cfg = self._acc, self.config
         if acc is None:
             raise RuntimeError("add() outside a step: call begin() first")
-        kept, lost = self._materialize(groups)
+        kept, lost, unscorable = self._materialize(groups)
         acc.images_lost += lost
+        acc.unscorable += unscorable
+        acc.groups += kept
         rows: list[tuple[Turn, float, dict[str, Any], int]] = []  # turn, advantage, mismatch key, lag
         for group in kept:
             advs = compute_advantages(group.rewards, cfg.advantage, scale=cfg.scale_advantages)
@@ -212,20 +221,26 @@ class Learner:
                     acc.trainer_lp.append(l.detach())
                     acc.sampler_lp.append(torch.tensor(r[0].logprobs, dtype=torch.float32))
                     acc.keys.append(r[2])
+        return kept
 
     def finish(self, batch: Batch) -> dict[str, float]:
         """End the open step: the optimizer step (none when nothing was added, or, with ``skip_no_signal``,
-        when every advantage was 0), the version bump and the step's metrics. ``batch`` holds the groups
-        that were added and the buffer's per-domain accounting."""
+        when every advantage was 0), the version bump and the step's metrics. ``batch`` holds the buffer's
+        per-domain accounting and the trainer version; reward, success, lag and sample counts are those of the
+        groups actually trained on (``add``'s)."""
         acc, cfg = self._acc, self.config
         if acc is None:
             raise RuntimeError("finish() outside a step: call begin() first")
         self._acc = None
-        metrics: dict[str, float] = self._batch_metrics(batch)
+        metrics: dict[str, float] = self._batch_metrics(Batch(acc.groups, batch.trainer_version, batch.domains))
         metrics["groups/images_lost"] = float(acc.images_lost)
+        metrics["groups/unscorable"] = float(acc.unscorable)
         rows = acc.rows
-        if not rows:
+        if not rows:  # nothing arrived (or all was left out): the weights stay, the version still moves on, as
+            # the buffer counts this batch built; otherwise sync mode (max_lag 0) judged every later group stale
             self.model.eval()
+            self.version += 1
+            self._remember()
             metrics["skipped"] = 1.0
             return metrics
         total_tokens = sum(len(r[0].response_token_ids) for r in rows)
@@ -256,10 +271,16 @@ class Learner:
         metrics["mismatch/sequences"] = float(len(acc.trainer_lp))
         return metrics
 
-    def _materialize(self, groups: list[Group]) -> tuple[list[Group], int]:
-        """The groups with every image fetched once; groups with a lost image are left out."""
-        kept, lost = [], 0
+    def _materialize(self, groups: list[Group]) -> tuple[list[Group], int, int]:
+        """The groups with every image fetched once, and how many were left out for a lost image or for a
+        response holding a token the trainer scores at -inf (an image placeholder or vision bracket, which an
+        engine that does not suppress them could sample: its loss and IS ratio would be NaN)."""
+        kept, lost, unscorable = [], 0, 0
         for group in groups:
+            if any(t in self.suppressed for sample in group.samples for turn in sample.turns
+                   for t in turn.response_token_ids):
+                unscorable += 1
+                continue
             try:
                 for sample in group.samples:
                     for turn in sample.turns:
@@ -268,7 +289,7 @@ class Learner:
                 lost += 1
                 continue
             kept.append(group)
-        return kept, lost
+        return kept, lost, unscorable
 
     def _batch_metrics(self, batch: Batch) -> dict[str, float]:
         out: dict[str, float] = {}

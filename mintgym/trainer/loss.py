@@ -62,7 +62,8 @@ def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is
         adv = adv.unsqueeze(-1).expand_as(lp)
     if adv.shape != lp.shape:
         raise ValueError(f"advantages of shape {tuple(inputs.advantages.shape)} do not fit {tuple(lp.shape)}")
-    log_ratio = (lp - old) * mask  # padding positions may hold anything; keep them at ratio 1
+    # padding positions may hold anything, inf included: keep them at ratio 1 (inf * 0 would be NaN)
+    log_ratio = torch.where(mask.bool(), lp - old, torch.zeros_like(lp))
     ratio = torch.exp(log_ratio)
     changed = torch.zeros_like(lp)
     if correction == "none":
@@ -91,7 +92,7 @@ def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is
             raise ValueError(f"an entropy bonus needs the entropy of every token, shape {tuple(lp.shape)}; got {got}")
         per_token = per_token - entropy_coef * inputs.entropy.to(lp)
     count = mask.sum() if normalizer is None else torch.tensor(float(normalizer))
-    loss = (per_token * mask).sum() / count.clamp(min=1.0)
+    loss = torch.where(mask.bool(), per_token, torch.zeros_like(per_token)).sum() / count.clamp(min=1.0)
     with torch.no_grad():
         n = mask.sum().clamp(min=1.0)
         metrics = {

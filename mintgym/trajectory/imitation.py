@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -104,25 +104,27 @@ async def _replay(path: Path, traj: Trajectory, agent: Agent, action_set: Action
     return records
 
 
-async def imitation_records(run_dir: str | Path, make_agent: Callable[[], Agent], *,
-                            only_success: bool = True) -> list[dict[str, Any]]:
-    """The supervised records of every (successful) episode under ``run_dir``, one per imitated step."""
+async def imitation_records(run_dir: str | Path, make_agent: Callable[[], Agent], *, only_success: bool = True,
+                            episodes: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """The supervised records of every (successful) episode under ``run_dir`` (only those whose trajectory id
+    is in ``episodes``, when given), one per imitated step."""
     if not callable(getattr(make_agent(), "imitate", None)):
         raise ValueError("this agent cannot learn from a teacher: it has no imitate(observation, action) method")
     records: list[dict[str, Any]] = []
     for path, traj in iter_run(run_dir):
-        if only_success and not traj.success:
+        if (only_success and not traj.success) or (episodes is not None and traj.id not in episodes):
             continue
         agent = make_agent()
         records += await _replay(path, traj, agent, action_set_for(traj.domain))
     return records
 
 
-def imitation_dataset(run_dir: str | Path, make_agent: Callable[[], Agent], *, only_success: bool = True):
+def imitation_dataset(run_dir: str | Path, make_agent: Callable[[], Agent], *, only_success: bool = True,
+                      episodes: Collection[str] | None = None):
     """:func:`imitation_records` as a Hugging Face ``datasets.Dataset`` (images as an Image sequence)."""
     import datasets
 
-    records = asyncio.run(imitation_records(run_dir, make_agent, only_success=only_success))
+    records = asyncio.run(imitation_records(run_dir, make_agent, only_success=only_success, episodes=episodes))
     if not records:
         raise ValueError(f"no {'successful ' if only_success else ''}steps under {run_dir} that this agent can "
                          "imitate")

@@ -5,7 +5,7 @@ puts each state dict into Ray's object store once and hands workers a reference;
 writes safetensors files each vLLM engine loads in place (``safetensors_files``).
 """
 
-from mintgym.weights.base import WeightBroadcast, WeightSyncTimeout
+from mintgym.weights.base import WeightBroadcast, WeightSyncFailed, WeightSyncTimeout
 from mintgym.weights.filesystem import FilesystemBroadcast
 
-__all__ = ["FilesystemBroadcast", "WeightBroadcast", "WeightSyncTimeout"]
+__all__ = ["FilesystemBroadcast", "WeightBroadcast", "WeightSyncFailed", "WeightSyncTimeout"]

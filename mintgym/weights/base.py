@@ -22,6 +22,10 @@ class WeightSyncTimeout(MintGymError):
     """Published weights did not reach every engine in time; the message says who waited on what."""
 
 
+class WeightSyncFailed(MintGymError):
+    """A worker failed to load published weights; the message names the worker and its error."""
+
+
 class WeightBroadcast(ABC):
     """Trainer side ``send``s versioned weights and reads ``acks``; engine side ``receive``s any newer than
     it has and ``ack``s what it loaded."""
@@ -68,8 +72,32 @@ def check_ack(worker_id: int, version: int) -> None:
         raise ValueError(f"weights ack: version must be an int >= 0, got {version!r}")
 
 
+def state_mismatch(expected: Mapping[str, tuple[int, ...]], got: Mapping[str, tuple[int, ...]]) -> str | None:
+    """The first difference between two name -> shape maps, in one line (None when they agree).
+
+    Engines call it before copying anything, so a state they refuse leaves them exactly as they were.
+    """
+    missing = [k for k in expected if k not in got]
+    if missing:
+        return f"it lacks {missing[0]!r}" + (f" and {len(missing) - 1} more of the model's tensors"
+                                              if len(missing) > 1 else "")
+    unexpected = [k for k in got if k not in expected]
+    if unexpected:
+        return f"it has {unexpected[0]!r}, which the model has not" + (
+            f" (and {len(unexpected) - 1} more)" if len(unexpected) > 1 else "")
+    for name, shape in expected.items():
+        if tuple(got[name]) != tuple(shape):
+            return f"its {name!r} has shape {tuple(got[name])}, the model's {tuple(shape)}"
+    return None
+
+
 def to_numpy_state(state: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """A state dict as CPU numpy arrays (what crosses process boundaries without pickling tensors)."""
+    """A state dict as CPU numpy arrays (what crosses process boundaries without pickling tensors).
+
+    numpy has no bfloat16, so bf16 tensors become float32 (twice the bytes): the ``ray`` and ``filesystem``
+    transports carry these arrays for the hf engine (float32 on CPU by default). The ``vllm`` transport
+    writes tensors in the trainer's own dtype instead (:mod:`mintgym.weights.safetensors_files`).
+    """
     out: dict[str, np.ndarray] = {}
     for name, value in state.items():
         if hasattr(value, "detach"):

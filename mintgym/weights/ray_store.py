@@ -2,8 +2,9 @@
 
 A small named actor (:class:`WeightRegistry`) remembers the newest version and its ``ObjectRef`` (wrapped
 in a list so Ray passes the reference, not the arrays). The arrays are numpy, so every worker on a node
-maps the same shared-memory copy instead of unpickling its own. The registry also keeps each worker's
-acknowledged version, which the trainer reads.
+maps the same shared-memory copy instead of unpickling its own; numpy has no bf16, so bf16 weights travel
+as float32 (:func:`~mintgym.weights.base.to_numpy_state`), which a vLLM engine writes back in its own
+dtype. The registry also keeps each worker's acknowledged version, which the trainer reads.
 """
 
 from __future__ import annotations

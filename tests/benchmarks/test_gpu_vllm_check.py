@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu_vllm_check.py"
@@ -61,6 +62,29 @@ def test_an_engine_that_keeps_its_old_weights_fails_the_check(tmp_path, monkeypa
     assert not checks["fingerprint_changed"] and not checks["greedy_outputs_changed"]
     assert not checks["engine_holds_the_trainers_weights"]
     assert figures["step2_mismatch_kl_mean"] > 1e-3  # the trainer's recompute no longer matches the sampler
+
+
+def test_vision_features_from_the_old_weights_fail_the_check(tmp_path, monkeypatch, load_benchmark):
+    """What a vLLM encoder cache not reset after an update does: the new weights load, but a screenshot seen
+    before is read with the old vision tower."""
+    from mintgym.models.tiny import build_tiny_vlm
+
+    script = load_benchmark("gpu_vllm_check")
+    model = build_tiny_vlm(tmp_path / "model", seed=0)
+
+    def stale_vision(engine, transport, after):
+        got = transport.receive(after)
+        if got is not None:
+            own = engine.model.state_dict()
+            engine.update_weights(got[0], {k: own[k].clone() if ".visual." in f".{k}" else torch.from_numpy(v)
+                                           for k, v in got[1].items()})
+        return None if got is None else got[0]
+
+    monkeypatch.setattr(script, "load_published", stale_vision)
+    checks, figures = {}, {}
+    script.engine_checks(hf_args(), str(model), tmp_path, checks, figures)
+    assert checks["loaded_the_published_version"] and checks["greedy_outputs_changed"]
+    assert checks["vision_update_leaves_text_only_answers"] and not checks["vision_update_reaches_a_seen_image"]
 
 
 def test_the_train_step_config_is_a_valid_vllm_run(load_benchmark):

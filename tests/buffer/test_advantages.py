@@ -32,6 +32,14 @@ def test_tied_rewards_that_floats_cannot_sum_exactly_give_exact_zeros(kind, scal
         assert compute_advantages(rewards, kind, scale=scale) == [0.0] * len(rewards)
 
 
+@pytest.mark.parametrize("kind,scale", [("grpo", True), ("grpo", False), ("rloo", True)])
+def test_rewards_one_float_step_apart_tie(kind, scale):
+    """0.1 + 0.2 and 0.3 differ by one float step: GRPO gave -5.6e-11 to three samples, the learner counted it
+    as a signal and Adam took a step of two thirds a real one's size on it."""
+    assert compute_advantages([0.1 + 0.2, 0.3, 0.3, 0.3], kind, scale=scale) == [0.0] * 4
+    assert compute_advantages([0.3, 0.3 + 1e-6], kind, scale=scale)[0] < 0  # a real difference still counts
+
+
 def test_errors():
     with pytest.raises(ValueError, match="at least 2"):
         compute_advantages([1.0], "rloo")

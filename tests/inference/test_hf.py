@@ -161,9 +161,29 @@ def test_update_weights_changes_outputs_and_version(tiny_model_path, make_reques
     assert after.response_token_ids != before.response_token_ids
     engine.update_weights(2, state)
     assert engine.generate([request])[0].response_token_ids == before.response_token_ids
-    with pytest.raises(RuntimeError, match="lm_head"):
+    with pytest.raises(ValueError, match="lacks 'lm_head.weight'"):
         engine.update_weights(3, {k: v for k, v in state.items() if k != "lm_head.weight"})
     assert engine.policy_version == 2
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda s: s.update({"extra.weight": torch.zeros(1)}), r"has 'extra.weight', which the model has not"),
+    (lambda s: s.pop("lm_head.weight"), r"lacks 'lm_head.weight'"),
+    (lambda s: s.update({"lm_head.weight": s["lm_head.weight"][:, :-1]}), r"'lm_head.weight' has shape"),
+    (lambda s: s.update({"lm_head.weight": "not a tensor"}), r"'lm_head.weight'"),
+])
+def test_a_failed_update_leaves_the_engine_exactly_as_it_was(tiny_model_path, change, problem):
+    """The reviewer's s3: a strict load_state_dict copies every matching tensor before it raises, which left
+    new weights in the model under the old version. Names and shapes are checked before any copy."""
+    engine = make_engine("hf", model_path=tiny_model_path)
+    before = {k: v.clone() for k, v in engine.model.state_dict().items()}
+    state = {k: v + 1.0 for k, v in before.items()}
+    change(state)
+    with pytest.raises(ValueError, match=problem) as raised:
+        engine.update_weights(1, state)
+    assert "\n" not in str(raised.value) and "keeps version 0" in str(raised.value)
+    assert engine.policy_version == 0
+    assert all(torch.equal(v, before[k]) for k, v in engine.model.state_dict().items())
 
 
 def test_concurrent_callers_get_the_same_answers(hf_engine, make_request):

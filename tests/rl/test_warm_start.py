@@ -79,3 +79,30 @@ def test_ctrl_c_during_the_warm_start_stops_the_run_and_its_env_servers(tmp_path
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_rerun_whose_seeds_changed_rebuilds_the_dataset_from_its_own_episodes_only(pytool_url, tmp_path):
+    """Seed 7 played as an oracle seed, then moved to the held-out eval seeds for a rerun in the same --out:
+    the kept dataset (and the episodes beside it) held seed 7, so the warm start trained on the evaluation."""
+    import datasets
+
+    from mintgym.models.loading import load_model, load_processor
+    from mintgym.models.tiny import build_tiny_vlm
+    from mintgym.rl.warm_start import warm_start
+
+    model_dir = build_tiny_vlm(tmp_path / "model", vocab_size=256)
+    model, processor = load_model(model_dir), load_processor(model_dir)
+    urls, out = {"pytool": [pytool_url]}, tmp_path / "run"
+    colours = {"choices": {"pytool": ["red", "green", "blue", "yellow", "purple", "orange", "cyan", "pink"]}}
+
+    def config(**task) -> RunConfig:
+        return RunConfig.from_dict({**_config(**task).to_dict(), "agent": {"kind": "answer", "options": colours}})
+
+    def trained_on() -> list[str]:
+        return sorted(set(datasets.load_from_disk(str(out / "warm_start" / "dataset"))["trajectory_id"]))
+
+    warm_start(config(seeds=[1], oracle_seeds=[5, 6, 7]), model, processor, urls, out, lambda _: None)
+    assert trained_on() == [f"{TASK.replace('/', '.')}-seed{s}" for s in (5, 6, 7)]
+    warm_start(config(seeds=[1], oracle_seeds=[5, 6], eval_seeds=[7]), model, processor, urls, out, lambda _: None)
+    assert trained_on() == [f"{TASK.replace('/', '.')}-seed{s}" for s in (5, 6)]
+    assert len(list((out / "warm_start" / "oracle").iterdir())) == 3  # the earlier episode is kept, unread

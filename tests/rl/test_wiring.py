@@ -29,6 +29,9 @@ def test_settings_that_need_a_token_are_refused_by_name():
         env_provider(EnvConfig(domain="web", provider="ray", provider_options={"bind": "0.0.0.0"}))
     with pytest.raises(MintGymError, match=r"envs\[web\]: docker network 'bridge' needs a bearer token"):
         env_provider(EnvConfig(domain="web", provider="docker", provider_options={"network": "bridge"}))
+    # a local server off loopback gets a token the workers cannot send: the run failed on its first session (401)
+    with pytest.raises(MintGymError, match=r"envs\[null\]: local env servers bound on 0.0.0.0 need a bearer token"):
+        env_provider(EnvConfig(domain="null", provider_options={"bind": "0.0.0.0"}))
 
 
 def test_filesystem_transport_starts_over_in_the_run_folder(tmp_path):
@@ -108,3 +111,20 @@ def test_every_env_server_serves_a_worker_and_a_worker_plays_on_its_share():
     assert [s["pytool"] for s in shares] == [["http://p0"], ["http://p1"], ["http://p0"], ["http://p1"]]
     with pytest.raises(ValueError, match="worker 4 is not one of 4 workers"):
         servers_of_worker(urls, 4, 4)
+
+
+def test_task_ids_are_checked_against_the_registry_with_a_one_line_error():
+    """A typo in a task id used to start the run, fail every episode and train on nothing, exit status 0."""
+    from mintgym.rl.wiring import check_tasks
+    from mintgym.trainer.config import RunConfig
+
+    def config(*tasks):
+        return RunConfig.from_dict({"model": {"path": "/m"}, "tasks": list(tasks)})
+
+    check_tasks(config({"id": "null/echo"}, {"id": "miniwob/click-test", "env_domain": "web"}))
+    with pytest.raises(MintGymError, match=r"^tasks.1.id: unknown task id 'pytool/count-shapes-00'; did you mean "
+                                           r"pytool/count-shapes-0"):
+        check_tasks(config({"id": "null/echo"}, {"id": "pytool/count-shapes-00"}))
+    with pytest.raises(MintGymError, match=r"^tasks.0: miniwob/click-test is served by the 'web' domain, not "
+                                           r"'miniwob': set env_domain: web$"):
+        check_tasks(config({"id": "miniwob/click-test"}))

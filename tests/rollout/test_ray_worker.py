@@ -196,7 +196,9 @@ async def test_a_group_whose_resets_fail_takes_no_reservation(setup, tmp_path):
         await worker.run(max_groups=1)
         counts = (await buffer.stats.remote())["counts"]
         assert counts["admitted"] == 0 and counts["lost"] == 0 and counts["pushed"] == 0
-        assert worker.stats["errors"] >= 2 and worker.stats["groups"] == 0
+        assert worker.stats["errors"] >= 2 and worker.stats["groups"] == 0 and worker.stats["lost_groups"] == 1
+        [(kind, count)] = worker.status()["error_kinds"].items()
+        assert kind.startswith("reset failed: RegistrationError:") and "no-such-task" in kind and count == 2
     finally:
         await worker.close()
         ray.kill(buffer)
@@ -315,3 +317,50 @@ def test_a_task_without_training_seeds_never_draws_a_held_out_eval_seed():
     assert worker._any_seed_but([next_draw]) != next_draw
     worker._rng = random.Random(0)
     assert worker._any_seed_but([]) == next_draw
+
+
+async def test_a_worker_moves_to_the_replacement_of_a_dead_env_server(setup, tmp_path):
+    """The run restarts a dead env server at a new URL and hands it over (``use_env_servers``): the worker's
+    pool retires the sessions of the dead one and plays its next groups on the replacement."""
+    from mintgym.environments.null import NullHost
+
+    from mintgym.server.app import create_app
+    from mintgym.testing import serve_asgi
+
+    path, _ = setup
+    buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=None)
+    with serve_asgi(create_app(NullHost())) as dead:
+        spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")],
+                          env_urls={"null": [dead]}, agent_options={"choices": {"null": ["ok"]}}, group_size=2,
+                          groups_in_flight=1, max_new_tokens=1)
+        worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
+        await worker.run(max_groups=1)
+    try:
+        with serve_asgi(create_app(NullHost())) as replacement:
+            await worker.use_env_servers({"null": [replacement]})
+            status = await worker.run(max_groups=1)
+            assert status["groups"] == 2 and status["errors"] == 0
+            assert worker.pools["null"].clients[0].base_url == replacement
+            assert worker.spec.env_urls == {"null": [replacement]}
+    finally:
+        await worker.close()
+        ray.kill(buffer)
+
+
+def test_the_final_evaluation_samples_at_its_own_temperature_whatever_the_agent_options_say(tmp_path):
+    """``train.eval_temperature: 0`` with ``agent.options.temperature: 1`` played sampled episodes while
+    final_eval.json reported greedy ones: the options' temperature won."""
+    from mintgym.inference import SamplingParams
+    from mintgym.rollout.agents import make_episode_agent
+    from mintgym.rollout.ray_worker import _with_temperature
+
+    choices = {"choices": {"pytool": ["0", "1"]}}
+    answer = make_episode_agent("answer", _with_temperature({**choices, "temperature": 1.0}, 0.0), None,
+                                temperature=0.0)
+    assert answer.sampling.temperature == 0.0
+    sampling = SamplingParams(max_new_tokens=8, temperature=0.9)
+    assert _with_temperature({"sampling": sampling}, 0.0)["sampling"] == SamplingParams(max_new_tokens=8,
+                                                                                       temperature=0.0)
+    assert _with_temperature({"sampling": {"temperature": 0.9, "top_p": 0.5}}, 0.2)["sampling"] == {
+        "temperature": 0.2, "top_p": 0.5}
+    assert _with_temperature({"retries": 0}, 0.0) == {"retries": 0}

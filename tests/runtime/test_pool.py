@@ -1,5 +1,6 @@
 """EnvPool's one retirement rule: a session whose episode timed out or met an environment fault is replaced;
-one whose episode merely failed (or whose agent broke) is reused."""
+one whose episode merely failed (or whose agent broke) is reused. A replacement opens on any server that can
+give one; a pool whose servers are all gone raises naming them instead of waiting forever."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from mintgym.action_spaces import Done
 from mintgym.environments.null import NullHost
 
 from mintgym.client.aio import AsyncEnvClient
+from mintgym.errors import ServerError
 from mintgym.policy import AgentStep
 from mintgym.rollout.episode import run_episode
-from mintgym.runtime.pool import EnvPool
+from mintgym.runtime.pool import NO_SESSION, EnvPool
 from mintgym.server.app import create_app
 from mintgym.testing import serve_asgi
 
@@ -96,3 +98,61 @@ async def test_a_pool_over_two_servers_spreads_its_sessions_and_replaces_one_whe
 async def test_a_pool_without_a_server_is_refused():
     with pytest.raises(ValueError, match="at least one server's client"):
         EnvPool([], 1)
+
+
+def _held(url: str) -> set[str]:
+    return {s["session_id"] for s in httpx.get(f"{url}/v1/sessions", trust_env=False).json()["sessions"]}
+
+
+async def test_a_session_retired_while_its_server_is_down_is_reopened_on_another_server():
+    with serve_asgi(create_app(NullHost())) as survivor:
+        async with AsyncEnvClient(survivor) as a:
+            with serve_asgi(create_app(NullHost())) as doomed:
+                b = AsyncEnvClient(doomed)
+                pool = await EnvPool([a, b], 2).start()
+                on_b = await pool.checkout("null/echo", 0)
+                on_a = await pool.checkout("null/echo", 1)
+                if on_b.session.client is a:
+                    on_a, on_b = on_b, on_a
+            # the doomed server is gone: its session's replacement opens on the survivor
+            await pool.finish(on_b.session, "env")
+            await pool.finish(on_a.session, None)
+            assert pool.replaced == 1 and len(_held(survivor)) == 2
+            both = await asyncio.gather(pool.checkout("null/echo", 2), pool.checkout("null/echo", 3))
+            assert {p.session.client for p in both} == {a}
+            await pool.close()
+            await b.aclose()
+        assert not _held(survivor)
+
+
+async def test_a_pool_whose_servers_are_gone_raises_naming_them_instead_of_waiting_forever():
+    """Before: the session the server could not replace was dropped and the pool shrank, so the next
+    checkout waited for an idle session forever. Now it raises ServerError(code="no_session") naming the
+    server, both for a new checkout and for one already waiting for the session in use."""
+    with serve_asgi(create_app(NullHost())) as url:
+        client = AsyncEnvClient(url)
+        pool = await EnvPool(client, 1).start()
+        held = await pool.checkout("null/echo", 0)
+        waiting = asyncio.create_task(pool.checkout("null/echo", 1))
+        await asyncio.sleep(0.1)
+        assert not waiting.done()  # the only session is in use
+    await pool.finish(held.session, "env")  # the server is gone: no replacement
+    with pytest.raises(ServerError, match=f"no env session could be opened.*{url}") as raised:
+        await asyncio.wait_for(waiting, 10)
+    assert raised.value.code == NO_SESSION
+    with pytest.raises(ServerError, match=url):
+        await asyncio.wait_for(pool.checkout("null/echo", 2), 10)
+    await pool.close()
+    await client.aclose()
+
+
+async def test_a_retired_slot_is_reopened_when_next_needed_and_close_closes_sessions_in_use(server):
+    async with AsyncEnvClient(server) as client:
+        pool = await EnvPool(client, 2).start()
+        first, second = await asyncio.gather(pool.checkout("null/echo", 0), pool.checkout("null/echo", 1))
+        await pool.retire(first.session)  # as after a cancelled episode: closed, its slot empty
+        assert _held(server) == {second.session.session_id}
+        third = await pool.checkout("null/echo", 2)  # opened in the empty slot
+        assert _held(server) == {second.session.session_id, third.session.session_id}
+        await pool.close()  # both are still handed out
+        assert not _held(server)

@@ -42,6 +42,13 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
     (["warm_start.oracle=true", "warm_start.dataset=d"], r"^warm_start: give oracle: true or a dataset, not both$"),
     (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
     (["train.lr"], r"^override 'train.lr': expected key.path=value"),
+    (["tasks.1={id: null/echo, seeds: [4, 5], eval_seeds: [0]}"],  # the first entry trains on seed 0
+     r"^tasks: each task id once \(its weight repeats it\), got \['null/echo'\] more than once$"),
+    (["train.lr=.inf"], r"^train.lr: expected a finite number, got inf$"),
+    (["train.steps=true"], r"^train.steps: expected an integer, got True$"),  # pydantic's lax mode made it 1
+    (["tasks.0.seeds=[true]"], r"^tasks.0.seeds: expected a list or null, got \[True\]$"),
+    (["model.path="], r"^model.path: expected a non-empty string, got ''$"),  # it built a model in the cwd
+    (["train.clip_eps=1.5"], r"^train.clip_eps: expected a number > 0 and < 1, got 1.5$"),  # the loss needs (0, 1)
 ])
 def test_a_bad_key_or_value_is_one_line_naming_the_key(overrides, message):
     import copy
@@ -87,6 +94,12 @@ def test_bad_files_are_one_line(tmp_path):
         RunConfig.from_yaml(bad)
     bad.write_text("- 1\n")
     with pytest.raises(ConfigError, match="a mapping at the top level, got list"):
+        RunConfig.from_yaml(bad)
+    bad.write_text("model:\n  path: m\ntrain:\n  lr: 0.1\n  lr: 0.2\ntasks: [{id: null/echo}]\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml:5: not valid YAML \(key 'lr' given twice\)$"):
+        RunConfig.from_yaml(bad)  # YAML alone keeps the last one silently
+    bad.write_bytes(b"model:\n  path: \xff\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: not UTF-8 text \(byte 15\)$"):
         RunConfig.from_yaml(bad)
 
 

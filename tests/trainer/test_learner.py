@@ -166,3 +166,19 @@ def test_a_step_reports_how_long_its_samples_episodes_ran_after_their_first_answ
     metrics = learner.step(batch)
     assert metrics["time/after_answer_max"] == pytest.approx(8.0)
     assert metrics["time/after_answer_mean"] == pytest.approx((2.5 + 8.0 + 2.0) / 3)
+
+
+def test_an_empty_step_moves_the_version_on_like_the_buffer_and_keeps_the_weights(tiny):
+    """The buffer counts a closed batch as built even when nothing arrived; a learner whose version stayed
+    behind made sync mode (max_lag 0) deny every later group: the run could never train again."""
+    from mintgym.buffer.store import TrajectoryBuffer
+
+    learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig(lr=1e-2))
+    buffer = TrajectoryBuffer(["null"], groups_per_step=1, max_lag=0)
+    before = _weights(learner)
+    learner.begin()
+    metrics = learner.finish(Batch([], trainer_version=0, domains=buffer.close_batch(1, 0)))
+    assert metrics["skipped"] == 1.0 and learner.version == 1
+    assert all(torch.equal(v, before[k]) for k, v in _weights(learner).items())
+    buffer.set_trainer_version(learner.version)
+    assert buffer._reserve(0, learner.version, "null") is not None  # a group at the new version is admitted

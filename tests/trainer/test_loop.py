@@ -2,7 +2,9 @@
 
 One Ray instance for the module (Ray startup is slow). Covers sync mode (lag 0, exact zero mismatch every
 step), async mode with resume (step count and buffer accounting carried over), a worker killed mid-run
-(restarted by Ray, its in-flight groups counted lost once), and a weight sync that times out loudly.
+(restarted by Ray, its in-flight groups counted lost once), a weight sync that times out loudly, an env
+server killed mid-run (restarted, or the run fails naming it), and a run whose every episode fails (it stops,
+naming the error).
 """
 
 import json
@@ -52,6 +54,7 @@ def test_sync_mode_trains_at_lag_zero_with_exact_zero_mismatch(model_path, tmp_p
     assert result.steps == 2 and len(result.history) == 2
     for m in result.history:
         assert m["lag/max"] == 0 and m["samples"] == 8
+        assert m["rollout/episodes"] == 8 and m["rollout/episode_errors"] == m["rollout/lost_groups"] == 0
         assert m["mismatch/sequences"] == 8
         assert m["mismatch/kl_mean"] == 0.0 and m["mismatch/max_abs"] == 0.0
         assert m["is/ratio_max"] == 1.0  # same weights, aligned logprobs: every token's ratio is exactly 1
@@ -204,3 +207,81 @@ def test_a_worker_plays_on_every_server_of_its_share(model_path, tmp_path):
                        tmp_path, log=lambda s: None)
     assert result.steps == 2
     assert first.resets > 0 and second.resets > 0, (first.resets, second.resets)
+
+
+def _kill_the_env_server_after_step_1(killed: list):
+    """An ``after_step`` that kills the run's env server (its whole process group) once, after step 1, and
+    waits until the provider sees it gone."""
+    import os
+    import signal
+    import time
+
+    def kill(run, metrics):
+        if run.step != 1:
+            return
+        group = run.servers[0]
+        handle = group.handles[0]
+        killed.append(handle.base_url)
+        os.killpg(int(handle.ident), signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while group.provider.alive(handle) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    return kill
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_killed_env_server_is_restarted_and_training_goes_on(model_path, tmp_path, mode):
+    """Before: sync mode trained on nothing, then waited forever for the workers; async mode failed with a
+    weight-sync timeout that blamed the worker. Now the run restarts the server, moves the workers to it and
+    trains on."""
+    killed, logs = [], []
+    cfg = config(model_path, mode=mode, steps=4, max_lag=1, checkpoint_every=0, batch_timeout=60,
+                 sync_timeout=60)
+    result = train(cfg, tmp_path, log=logs.append, after_step=_kill_the_env_server_after_step_1(killed))
+    assert result.steps == 4 and killed
+    assert [line for line in logs if f"at {killed[0]} died; restarted at" in line], logs
+    assert result.history[-1]["env/server_restarts"] == 1
+    assert sum(m["samples"] for m in result.history[1:]) > 0  # trained on the replacement's episodes
+
+
+def test_a_dead_env_server_that_cannot_be_restarted_fails_the_run_naming_it(model_path, tmp_path):
+    from mintgym.errors import BackendError
+
+    killed = []
+    kill = _kill_the_env_server_after_step_1(killed)
+
+    def kill_for_good(run, metrics):
+        def cannot_start():
+            raise BackendError("no room for another env server")
+
+        run.servers[0]._start_one = cannot_start
+        kill(run, metrics)
+
+    with pytest.raises(BackendError, match=r"env server 'null' at .* died and could not be restarted: "
+                                           r"BackendError: no room") as raised:
+        train(config(model_path, mode="async", steps=4, checkpoint_every=0, batch_timeout=60), tmp_path,
+              log=lambda s: None, after_step=kill_for_good)
+    assert killed[0] in str(raised.value)
+
+
+def test_a_run_whose_every_episode_fails_stops_naming_the_error(model_path, tmp_path):
+    """Every episode raises in the worker (a vlm agent that retries makes 2 engine calls on a step, which RL
+    cannot train). Before: the run trained 3 steps on nothing and ended as if all was well. Now each step's
+    metrics and progress line count the failures, and after 3 such steps in a row the run fails naming the
+    ValueError."""
+    from mintgym.errors import MintGymError
+
+    data = config(model_path, mode="async", steps=5, checkpoint_every=0, batch_timeout=3).to_dict()
+    data["agent"] = {"kind": "vlm", "max_turns": 1, "options": {"actions": ["click", "done"], "retries": 1}}
+    data["envs"] = [{"domain": "null", "session_options": {"width": 32, "height": 32}}]
+    data["rollout"].update(group_size=2, groups_in_flight=1, max_new_tokens=4)
+    logs = []
+    with pytest.raises(MintGymError, match=r"3 steps in a row trained on nothing.*most frequent error "
+                                           r"\(\d+x\): ValueError: episode <episode> step 0: 2 engine calls"):
+        train(RunConfig.from_dict(data), tmp_path, log=logs.append)
+    steps = [line for line in logs if line.startswith("step ")]  # the first may end before any episode does
+    assert all("episodes failed" in line and "groups lost" in line for line in steps[-3:]), logs
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == len(steps) <= 5
+    assert all(r["rollout/episode_errors"] > 0 and r["rollout/lost_groups"] > 0 for r in rows[-3:])

@@ -89,6 +89,17 @@ def test_unclipped_is_at_lag_zero_has_reinforce_gradients():
         assert torch.equal(a, b)
 
 
+def test_infinite_padding_leaves_loss_and_metrics_finite():
+    """Padding may hold anything: -inf there once made the log-ratio inf * 0 = NaN."""
+    for correction in ("none", "unclipped_token_is", "truncated_is", "ppo_clip"):
+        lp = [[math.log(0.5), math.log(0.25)], [math.log(0.8), -math.inf]]
+        old = [[math.log(0.25), math.log(0.25)], [math.log(0.4), math.inf]]
+        out = policy_loss(_inputs(lp, old, ADV, MASK), correction)
+        clean = policy_loss(_inputs(LP, OLD, ADV, MASK), correction)
+        assert float(out.loss.detach()) == pytest.approx(float(clean.loss.detach())), correction
+        assert out.metrics == pytest.approx(clean.metrics), correction
+
+
 def test_pad_right():
     out, mask = pad_right([torch.tensor([1.0, 2.0]), torch.tensor([3.0])])
     assert out.tolist() == [[1.0, 2.0], [3.0, 0.0]] and mask.tolist() == [[1, 1], [1, 0]]

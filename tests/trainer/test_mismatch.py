@@ -94,6 +94,8 @@ def test_group_with_a_lost_image_is_left_out_and_counted(tiny):
     bad = _batch(engine, _images(2), ["Task: c", "Task: d"])
     lost_marker = object()
     bad.groups[0].samples[1].turns[0].images = [lost_marker]
+    for sample in bad.groups[0].samples:
+        sample.reward = 1.0  # the left-out group must not count in the step's reward either
 
     def resolve(image):
         if image is lost_marker:
@@ -104,4 +106,24 @@ def test_group_with_a_lost_image_is_left_out_and_counted(tiny):
     m = learner.step(Batch(good.groups + bad.groups, trainer_version=0))
     assert m["groups/images_lost"] == 1.0
     assert m["mismatch/sequences"] == 2 and m["sequences"] == 2  # only the intact group trained
+    assert m["samples"] == 2 and m["reward/mean"] == 0.5  # its rewards are 0 and 1; the lost group's were 1, 1
     assert learner.version == 1
+
+
+def test_group_whose_response_holds_an_unscorable_token_is_left_out_and_counted(tiny):
+    """An engine that does not suppress the vision tokens may sample one; the trainer scores it at -inf, which
+    made the step's loss and IS ratio NaN. Such a group is left out of the step and counted."""
+    from mintgym.inference.logprobs import suppressed_token_ids
+
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    good = _batch(engine, _images(2), ["Task: a", "Task: b"])
+    bad = _batch(engine, _images(2), ["Task: c", "Task: d"])
+    model = load_model(tiny)
+    vision_start = max(suppressed_token_ids(model))
+    turn = bad.groups[0].samples[0].turns[0]
+    turn.response_token_ids = [*turn.response_token_ids[:-1], vision_start]
+    learner = Learner(model, load_processor(tiny), TrainConfig(lr=1e-3))
+    m = learner.step(Batch(good.groups + bad.groups, trainer_version=0))
+    assert m["groups/unscorable"] == 1.0 and m["groups/images_lost"] == 0.0
+    assert m["sequences"] == 2 and m["samples"] == 2
+    assert all(np.isfinite(v) for k, v in m.items() if k.startswith(("loss", "is/", "mismatch/"))), m

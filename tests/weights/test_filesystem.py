@@ -32,7 +32,7 @@ def test_safetensors_files_are_what_an_engine_loads_in_place(tmp_path):
     bc.send(1, {"w": torch.zeros(4), "h": torch.zeros(2)})
     bc.send(2, {"w": torch.full((4,), 2.0), "h": torch.zeros(2)})
     version, path = bc.receive_file(after=0)
-    assert version == 2 and path.name == "weights-00000002.safetensors"
+    assert version == 2 and path.samefile(tmp_path / "weights-00000002.safetensors")  # a pin of it
     assert load_file(str(path))["w"].tolist() == [2, 2, 2, 2]  # what vLLM's workers read
     assert bc.receive(after=1)[1]["w"].tolist() == [2, 2, 2, 2] and bc.receive_file(after=2) is None
     assert sorted(p.name for p in tmp_path.glob("weights-*")) == ["weights-00000001.safetensors",
@@ -51,3 +51,21 @@ def test_npz_files_are_not_handed_to_an_engine_as_its_own_file(tmp_path):
     version, state = bc.receive()
     assert version == 0 and state["w"].tolist() == [1, 1]
     assert bc.newest_file()[1].suffix == ".npz"
+
+
+def test_receive_takes_the_newest_when_its_file_went_meanwhile(tmp_path):
+    """Between reading LATEST and opening the file, a publication (keep=1) may delete it: read the newest."""
+    bc = FilesystemBroadcast(tmp_path, keep=1)
+    bc.send(1, {"w": torch.ones(2)})
+    read, raced = bc._read, []
+
+    def racing_read(path):
+        if not raced:
+            raced.append(path)
+            bc.send(2, {"w": torch.full((2,), 2.0)})  # deletes version 1's file before it is opened
+        return read(path)
+
+    bc._read = racing_read
+    version, state = bc.receive()
+    assert raced and not raced[0].exists()
+    assert version == 2 and state["w"].tolist() == [2.0, 2.0]
