@@ -114,7 +114,9 @@ def test_probe_says_why_when_groups_are_unavailable():
 @pytest.mark.skipif(ISOLATION.level != "namespace", reason="needs root and bubblewrap namespaces")
 async def test_mintgym_source_is_hidden_even_when_installed_beside_python(monkeypatch):
     """A non-editable install puts the task generators in site-packages, which the sandbox binds: they are
-    covered. Here the repository root stands in for site-packages."""
+    covered by an empty tmpfs. Here the repository root stands in for site-packages; in a clone under a 0700
+    folder the sandbox's user cannot even enter it (PermissionError), which hides them too, so the test reads
+    the sandbox's own mount table for the tmpfs."""
     from mintgym.environments.pytool import sandbox
 
     repo = str(Path(sandbox.__file__).resolve().parents[2])
@@ -124,10 +126,19 @@ async def test_mintgym_source_is_hidden_even_when_installed_beside_python(monkey
     await h.start()
     env = await h.create({})
     try:
-        await env.execute(Python(code=f"import os\nprint(os.path.isdir({repo!r}))\n"
-                                      f"print(os.listdir({repo + '/environments'!r}), os.listdir({repo + '/mintgym'!r}))\n"
-                                      f"print(os.path.exists({repo + '/environments/pytool/generators.py'!r}))"))
-        assert env.last_output.splitlines()[:3] == ["True", "[] []", "False"], env.last_output
+        code = (f"import os\nrepo = {repo!r}\n"
+                "def listing(path):\n"
+                "    try:\n        return os.listdir(path)\n"
+                "    except PermissionError:\n        return 'denied'\n"
+                "print(os.path.isdir(repo))\n"
+                "print(listing(repo + '/environments'), listing(repo + '/mintgym'))\n"
+                "print(os.path.exists(repo + '/environments/pytool/generators.py'))\n"
+                "kinds = {line.split()[4]: line.split(' - ')[1].split()[0] for line in open('/proc/self/mountinfo')}\n"
+                "print(kinds.get(repo + '/environments'), kinds.get(repo + '/mintgym'))\n")
+        await env.execute(Python(code=code))
+        lines = env.last_output.splitlines()
+        assert lines[0] == "True" and lines[1] in ("[] []", "denied denied"), env.last_output
+        assert lines[2:4] == ["False", "tmpfs tmpfs"], env.last_output
     finally:
         await env.close()
         await h.stop()
