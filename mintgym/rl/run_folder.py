@@ -86,8 +86,9 @@ def open_run_folder(cfg: RunConfig, out: Path, log: Callable[[str], None] = prin
         fixed = {k: v for k, v in diff.items() if is_fixed(k)}
         if fixed:
             said = "; ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in list(fixed.items())[:4])
-            raise MintGymError(f"{out} trained with another {', '.join(sorted({k.split('.')[0] for k in fixed}))} "
-                               f"({said}): resume it with its config ({record}) or give a new --out")
+            sections = ", ".join(sorted({k.split(".")[0] for k in fixed}))
+            raise MintGymError(f"{out} was trained with other settings of {sections} ({said}): resume it with "
+                               f"its config ({record}) or give a new --out")
         if diff:
             kept = out / f"config.before-step-{step if step is not None else 0:06d}.json"
             os.replace(record, kept)
