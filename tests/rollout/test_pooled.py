@@ -104,10 +104,11 @@ class _Slow:
 
 
 class _SlowNoting(_Slow):
-    def __init__(self, ended: list):
-        self.ended = ended
+    def __init__(self, acting: list, ended: list):
+        self.acting, self.ended = acting, ended
 
     async def act(self, observation) -> AgentStep:
+        self.acting.append(1)
         try:
             return await super().act(observation)
         except asyncio.CancelledError:
@@ -115,15 +116,32 @@ class _SlowNoting(_Slow):
             raise
 
 
+class _KillsOnceTheOtherActs(_KillsTheServer):
+    """Kills the server only once the slow agent is inside its step (so the test does not race a loaded box)."""
+
+    def __init__(self, pid: int, killed: list, acting: list):
+        super().__init__(pid, killed)
+        self.acting = acting
+
+    async def act(self, observation) -> AgentStep:
+        for _ in range(400):
+            if self.acting:
+                break
+            await asyncio.sleep(0.05)
+        return await super().act(observation)
+
+
 async def test_when_one_worker_fails_run_jobs_cancels_the_others_before_it_raises():
     """One worker's episode hits the dead server while the other's agent thinks for 30 s: run_jobs raised
     and left the other episode running on, unowned (its agent still acting after the error)."""
     with start_env_servers(provider("local"), "null", 1) as group:
-        url, killed, made, ended = group.urls[0], [], [], []
+        url, killed, made, acting, ended = group.urls[0], [], [], [], []
 
         def agent():
             made.append(1)
-            return _SlowNoting(ended) if len(made) == 1 else _KillsTheServer(int(group.handles[0].ident), killed)
+            if len(made) == 1:
+                return _SlowNoting(acting, ended)
+            return _KillsOnceTheOtherActs(int(group.handles[0].ident), killed, acting)
 
         jobs = [EpisodeJob("null/echo", i, f"s{i}") for i in range(4)]
         with pytest.raises(ServerError):
