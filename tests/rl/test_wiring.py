@@ -128,3 +128,19 @@ def test_task_ids_are_checked_against_the_registry_with_a_one_line_error():
     with pytest.raises(MintGymError, match=r"^tasks.0: miniwob/click-test is served by the 'web' domain, not "
                                            r"'miniwob': set env_domain: web$"):
         check_tasks(config({"id": "miniwob/click-test"}))
+
+
+def test_an_enabled_wandb_log_without_its_package_fails_before_the_run_starts(monkeypatch):
+    """It used to fail after Ray, the env servers, the model and the warm start had started."""
+    import importlib.util
+
+    from mintgym.rl.wiring import preflight
+    from mintgym.trainer.config import RunConfig
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    cfg = RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": "null/echo"}],
+                               "log": {"wandb": {"enabled": True}}})
+    with pytest.raises(MintGymError, match=r"^log.wandb.enabled needs the wandb package"):
+        preflight(cfg)
+    preflight(RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": "null/echo"}]}))
