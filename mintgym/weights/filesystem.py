@@ -19,7 +19,7 @@ import socket
 import time
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,14 +97,19 @@ class FilesystemBroadcast(WeightBroadcast):
     def pinned_file(self, after: int | None = None) -> tuple[int, Path] | None:
         """:meth:`newest_file` as a path no publication removes: a hard link this process holds until its
         next call (or ``pin_ttl_s``). Where the folder cannot hold hard links, the plain file, with a warning."""
+        return self._newest(after, self._pin)
+
+    def _newest(self, after: int | None, use: Callable[[int, Path], Any]) -> tuple[int, Any] | None:
+        """(version, ``use(version, file)``) of the newest version newer than ``after`` (None: none), taken
+        again when its file was published over between ``LATEST`` and ``use`` (FileNotFoundError)."""
         for _ in range(_TRIES):
             got = self.newest_file(after)
             if got is None:
                 return None
             try:
-                return got[0], self._pin(*got)
+                return got[0], use(*got)
             except FileNotFoundError:
-                continue  # published over meanwhile: take the newest again
+                continue
         raise FileNotFoundError(f"weights files in {self.folder} kept disappearing while read ({_TRIES} tries)")
 
     def _pin(self, version: int, file: Path) -> Path:
@@ -140,15 +145,7 @@ class FilesystemBroadcast(WeightBroadcast):
                 pin.unlink(missing_ok=True)
 
     def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
-        for _ in range(_TRIES):
-            got = self.newest_file(after)
-            if got is None:
-                return None
-            try:
-                return got[0], self._read(got[1])
-            except FileNotFoundError:
-                continue  # published over between LATEST and the open: read the newest
-        raise FileNotFoundError(f"weights files in {self.folder} kept disappearing while read ({_TRIES} tries)")
+        return self._newest(after, lambda _version, file: self._read(file))
 
     def ack(self, worker_id: int, version: int) -> None:
         check_ack(worker_id, version)
