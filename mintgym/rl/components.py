@@ -23,7 +23,7 @@ import torch
 from mintgym.buffer.store import TrajectoryBuffer
 from mintgym.errors import BackendError, MintGymError
 from mintgym.rl import wiring
-from mintgym.rl.sync import WeightSync
+from mintgym.rl.sync import WeightSync, worker_doing
 from mintgym.rl.warm_start import warm_start
 from mintgym.runtime.fleet import ServerGroup
 from mintgym.runtime.providers import ServerHandle
@@ -242,24 +242,9 @@ class Run:
             if refs and time.monotonic() >= deadline:
                 raise MintGymError(f"sync mode: the workers did not play the step's {n_groups} groups within "
                                    f"{timeout:.0f}s (train.batch_timeout): " + "; ".join(
-                                       f"worker {i} ({self._doing(i)})" for i in refs))
+                                       f"worker {i} ({worker_doing(self.workers[i])})" for i in refs))
             if refs:
                 self.check_servers()
-
-    def _doing(self, i: int) -> str:
-        """What worker ``i`` is doing, for an error message."""
-        import ray
-        from ray.exceptions import RayError
-
-        try:
-            status = ray.get(self.workers[i].status.remote(), timeout=5)
-        except RayError as err:  # the message must name the worker even when it cannot answer
-            return f"not answering ({type(err).__name__})"
-        kinds = status.get("error_kinds") or {}
-        failing = f"; most frequent error: {max(kinds, key=kinds.get)}" if kinds else ""
-        return (f"{status['in_flight']} episodes in flight, {status['groups']} groups pushed, "
-                f"{status['denied']} admissions denied, {status['errors']} of {status['episodes']} episodes "
-                f"failed{failing}")
 
     def episode_report(self) -> EpisodeReport:
         """What the workers' episodes did since the previous report (a worker that does not answer within 5 s

@@ -89,22 +89,31 @@ class WeightSync:
                 self._failed(v, time.monotonic() - t)
 
     def _failed(self, version: int, waited: float) -> None:
-        import ray
-
         acks = self.weights.acks()
         lines = []
         for i, w in enumerate(self.workers):
             have = acks.get(i, (None, 0.0))[0]
-            try:
-                status = ray.get(w.status.remote(), timeout=5)
-                doing = f"{status['in_flight']} episodes in flight, {status['groups']} groups pushed"
-            except Exception as err:  # the report must name the worker even when it cannot answer
-                doing = f"not answering ({type(err).__name__})"
             if have is None or have < version:
-                lines.append(f"worker {i} still at version {have} ({doing})")
+                lines.append(f"worker {i} still at version {have} ({worker_doing(w)})")
         raise WeightSyncTimeout(f"weights version {version} not loaded by every engine after {waited:.0f}s "
                                 f"(sync_timeout={self.train.sync_timeout}s); the trainer was waiting on: "
                                 + "; ".join(lines or ["(all caught up just now)"]))
+
+
+def worker_doing(worker: Any) -> str:
+    """What a rollout worker actor is doing, from its ``status()``, for an error message that names it; its
+    failure to answer within 5 s is said instead."""
+    import ray
+
+    try:
+        status = ray.get(worker.status.remote(), timeout=5)
+    except Exception as err:  # noqa: BLE001 -- the message must name the worker even when it cannot answer
+        return f"not answering ({type(err).__name__})"
+    kinds = status.get("error_kinds") or {}
+    failing = f"; most frequent error: {max(kinds, key=kinds.get)}" if kinds else ""
+    return (f"{status['in_flight']} episodes in flight, {status['groups']} groups pushed, "
+            f"{status['denied']} admissions denied, {status['errors']} of {status['episodes']} episodes "
+            f"failed{failing}")
 
 
 def _one_line(err: BaseException) -> str:

@@ -39,7 +39,8 @@ class Worker:
         return self.version
 
     def status(self) -> dict:
-        return {"in_flight": 0, "groups": 0}
+        # the keys a RolloutWorker's status() always has
+        return {"in_flight": 0, "groups": 0, "denied": 0, "errors": 0, "episodes": 0, "error_kinds": {}}
 
     def count(self) -> int:
         return self.calls
