@@ -5,7 +5,7 @@
     mintgym export runs/oracle --out data/bc --agent answer --agent-options '{"choices": {"pytool": ["red", "blue"]}}'
 
 One record per step that carries a valid action: the screenshot it was chosen on (an Image feature), the
-instruction, the action as JSON and the model's raw text, with the trajectory id, task, domain and step
+instruction, the action as JSON and the model's raw text, with the trajectory id, task, seed, domain and step
 index (DESIGN section 5). The dataset is written with ``save_to_disk``; read it back with
 ``datasets.load_from_disk(PATH)``.
 

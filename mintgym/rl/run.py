@@ -81,7 +81,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
         log(f"{out} is finished: its last checkpoint is at step {done} of train.steps {cfg.train.steps}; "
             f"nothing to do (raise train.steps, e.g. --steps {done + cfg.train.steps}, to train further)")
         return RunResult(out, done, resumed_from=done, finished=True)
-    wiring.preflight(cfg)
+    wiring.preflight(cfg, out)
     open_run_folder(cfg, out, log)
     t_start = time.monotonic()
     before = wiring.interrupt_on_sigterm()

@@ -65,6 +65,34 @@ def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
     return successes
 
 
+def check_dataset(cfg: RunConfig) -> str | None:
+    """A given ``warm_start.dataset``: that it is there and that none of its examples was played on a task's
+    held-out ``eval_seeds`` (the final eval would score seeds the model was taught). MintGymError naming the
+    first ones if so; returns a line to log where it cannot tell (a dataset without its ``seed`` column, as
+    exported before it had one), else None."""
+    import datasets
+
+    path = Path(cfg.warm_start.dataset or "").expanduser()
+    if not cfg.warm_start.dataset or not (path / "dataset_info.json").is_file():
+        raise MintGymError(f"warm_start.dataset: no dataset at {path} (write one with `mintgym export RUN "
+                           f"--out {path} --agent {cfg.agent.kind}`)")
+    held_out = {task.id: set(task.eval_seeds) for task in cfg.tasks if task.eval_seeds}
+    if not held_out:
+        return None
+    dataset = datasets.load_from_disk(str(path))
+    if "seed" not in dataset.column_names:
+        return (f"warm start: {path} has no seed column (exported before it had one), so it cannot be checked "
+                "against the tasks' held-out eval_seeds; export it again to have it checked")
+    leaked = sorted({(task_id, seed) for task_id, seed in zip(dataset["task_id"], dataset["seed"])
+                     if seed in held_out.get(task_id, ())})
+    if leaked:
+        shown = ", ".join(f"{task_id} seed {seed}" for task_id, seed in leaked[:5])
+        raise MintGymError(f"warm_start.dataset {path} holds episodes of held-out eval_seeds ({shown}"
+                           f"{', ...' if len(leaked) > 5 else ''}): the final eval would score seeds the model was "
+                           "taught; export it from episodes on other seeds")
+    return None
+
+
 def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, list[str]], out: Path,
                log: Callable[[str], None]) -> dict[str, Any] | None:
     """Run the configured warm start on ``model`` in place; returns its summary (None: not configured). The
@@ -103,9 +131,10 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
                 f"{played - started:.0f} s, export {time.monotonic() - played:.0f} s)")
     else:
         path = Path(ws.dataset).expanduser()
-        if not path.is_dir():
-            raise MintGymError(f"warm_start.dataset: no dataset at {path} (write one with `mintgym export RUN "
-                               f"--out {path} --agent {cfg.agent.kind}`)")
+        unchecked = check_dataset(cfg)
+        if unchecked:
+            log(unchecked)
+            summary["held_out_checked"] = False
     dataset = datasets.load_from_disk(str(path))
     started = time.monotonic()
     sequences = dataset_sequences(dataset, model, processor)

@@ -140,12 +140,18 @@ def check_tasks(cfg: RunConfig) -> None:
                                f"{entry.domain!r}: set env_domain: {task.domain}")
 
 
-def preflight(cfg: RunConfig) -> None:
-    """What can be checked before a run starts anything: its tasks (:func:`check_tasks`) and that an enabled
-    W&B log has its package (it used to fail after Ray, the env servers and the warm start had started)."""
+def preflight(cfg: RunConfig, out: Path | None = None) -> None:
+    """What can be checked before a run starts anything: its tasks (:func:`check_tasks`), a fresh run's
+    given warm-start dataset (:func:`mintgym.rl.warm_start.check_dataset`: there, and not played on held-out
+    seeds; a run with a checkpoint in ``out`` does not warm-start) and that an enabled W&B log has its package
+    (it used to fail after Ray, the env servers and the warm start had started)."""
     import importlib.util
 
+    from mintgym.rl.warm_start import check_dataset
+
     check_tasks(cfg)
+    if cfg.warm_start.steps and cfg.warm_start.dataset and (out is None or latest_checkpoint(out) is None):
+        check_dataset(cfg)
     if cfg.log.wandb.enabled and importlib.util.find_spec("wandb") is None:
         raise MintGymError("log.wandb.enabled needs the wandb package: pip install 'mintgym[wandb]'")
 

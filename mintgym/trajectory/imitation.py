@@ -96,7 +96,7 @@ async def _replay(path: Path, traj: Trajectory, agent: Agent, action_set: Action
         if taught.messages is None:
             raise ValueError(f"{agent.name}.imitate returned no messages: imitation needs the prompt it built")
         messages, images = _shown(taught.messages, frames, f"{path} step {step.index}")
-        records.append({"trajectory_id": traj.id, "task_id": traj.task_id, "domain": traj.domain,
+        records.append({"trajectory_id": traj.id, "task_id": traj.task_id, "seed": traj.seed, "domain": traj.domain,
                         "step": step.index, "instruction": traj.instruction, "messages": messages,
                         "images": images, "response": taught.text,
                         "response_token_ids": list(taught.response_token_ids or []),
@@ -130,7 +130,7 @@ def imitation_dataset(run_dir: str | Path, make_agent: Callable[[], Agent], *, o
                          "imitate")
     features = datasets.Features({
         "trajectory_id": datasets.Value("string"), "task_id": datasets.Value("string"),
-        "domain": datasets.Value("string"), "step": datasets.Value("int32"),
+        "seed": datasets.Value("int64"), "domain": datasets.Value("string"), "step": datasets.Value("int32"),
         "instruction": datasets.Value("string"), "messages": datasets.Value("string"),
         "images": datasets.Sequence(datasets.Image()), "response": datasets.Value("string"),
         "response_token_ids": datasets.Sequence(datasets.Value("int64")), "action": datasets.Value("string"),

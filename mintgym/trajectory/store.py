@@ -139,8 +139,8 @@ def to_sft_records(run_dir: str | Path, only_success: bool = True) -> list[dict[
         for step in traj.steps:
             if step.action is None or step.error:
                 continue
-            records.append({"trajectory_id": traj.id, "task_id": traj.task_id, "domain": traj.domain,
-                            "instruction": traj.instruction, "step": step.index,
+            records.append({"trajectory_id": traj.id, "task_id": traj.task_id, "seed": traj.seed,
+                            "domain": traj.domain, "instruction": traj.instruction, "step": step.index,
                             "image": str(path / step.screenshot), "screen_size": list(step.screen_size),
                             "action": json.dumps(step.action), "response": step.text})
     return records
@@ -155,7 +155,8 @@ def export_dataset(run_dir: str | Path, only_success: bool = True):
         raise ValueError(f"no {'successful ' if only_success else ''}steps to export under {run_dir}")
     features = datasets.Features({
         "trajectory_id": datasets.Value("string"), "task_id": datasets.Value("string"),
-        "domain": datasets.Value("string"), "instruction": datasets.Value("string"), "step": datasets.Value("int32"),
+        "seed": datasets.Value("int64"), "domain": datasets.Value("string"), "instruction": datasets.Value("string"),
+        "step": datasets.Value("int32"),
         "image": datasets.Image(), "screen_size": datasets.Sequence(datasets.Value("int32")),
         "action": datasets.Value("string"), "response": datasets.Value("string"),
     })

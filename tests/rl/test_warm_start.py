@@ -106,3 +106,49 @@ def test_a_rerun_whose_seeds_changed_rebuilds_the_dataset_from_its_own_episodes_
     warm_start(config(seeds=[1], oracle_seeds=[5, 6], eval_seeds=[7]), model, processor, urls, out, lambda _: None)
     assert trained_on() == [f"{TASK.replace('/', '.')}-seed{s}" for s in (5, 6)]
     assert len(list((out / "warm_start" / "oracle").iterdir())) == 3  # the earlier episode is kept, unread
+
+
+def _dataset(path, rows):
+    import datasets
+
+    datasets.Dataset.from_list(rows).save_to_disk(str(path))
+    return path
+
+
+def _given(dataset, **task) -> RunConfig:
+    return RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": TASK, **task}], "agent": {"kind": "answer"},
+                                "warm_start": {"dataset": str(dataset), "steps": 1}})
+
+
+def test_a_given_dataset_played_on_held_out_seeds_is_refused_before_the_run_starts(tmp_path):
+    """The final eval would score seeds the model was taught: refused in preflight, naming the seeds."""
+    from mintgym.errors import MintGymError
+    from mintgym.rl.warm_start import check_dataset
+    from mintgym.rl.wiring import preflight
+
+    leaky = _dataset(tmp_path / "leaky", [{"task_id": TASK, "seed": s} for s in (1, 7, 2)])
+    with pytest.raises(MintGymError, match=rf"^warm_start.dataset {leaky} holds episodes of held-out eval_seeds "
+                                           rf"\({TASK} seed 7\): the final eval would score"):
+        preflight(_given(leaky, seeds=[1, 2], eval_seeds=[7, 8]))
+    preflight(_given(leaky, seeds=[1, 2]))  # no held-out seeds: the final eval plays the training seeds
+    other_task = _dataset(tmp_path / "other", [{"task_id": "pytool/largest-area-2", "seed": 7}])
+    assert check_dataset(_given(other_task, seeds=[1, 2], eval_seeds=[7])) is None
+    old = _dataset(tmp_path / "old", [{"task_id": TASK}])  # exported before the seed column
+    assert "cannot be checked against the tasks' held-out eval_seeds" in check_dataset(_given(old, eval_seeds=[7]))
+    with pytest.raises(MintGymError, match=r"^warm_start.dataset: no dataset at"):
+        preflight(_given(tmp_path / "missing", eval_seeds=[7]))
+
+
+def test_the_front_door_refuses_a_leaky_warm_start_dataset_in_one_line_writing_nothing(tmp_path):
+    from tests.mintgym.cli.outside import mintgym
+
+    leaky = _dataset(tmp_path / "leaky", [{"task_id": TASK, "seed": 7}])
+    config = tmp_path / "run.yaml"
+    config.write_text(f"model: {{path: {tmp_path / 'model'}, build_tiny: true}}\n"
+                      f"tasks: [{{id: {TASK}, seeds: [1], eval_seeds: [7]}}]\nagent: {{kind: answer}}\n"
+                      f"warm_start: {{dataset: {leaky}, steps: 2}}\n")
+    proc = mintgym("train", "--config", str(config), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "holds episodes of held-out eval_seeds" in proc.stderr
+    assert not (tmp_path / "run").exists() and not (tmp_path / "model").exists()
+

@@ -56,7 +56,7 @@ def test_the_answer_agent_learns_the_oracles_answer_on_the_first_screen(oracle_r
         # the oracle ran code, then answered: the record is its answer, on the screen before the code ran
         assert [s.action["type"] for s in traj.steps] == ["python", "done"]
         assert row["response_token_ids"] == [COLOURS.index(truth)] and json.loads(row["action"])["answer"] == truth
-        assert row["step"] == 1
+        assert row["step"] == 1 and row["seed"] == traj.seed
         first = np.asarray(Image.open(path / traj.steps[0].screenshot).convert("RGB"))
         from mintgym.agents.vlm import resize_image
 

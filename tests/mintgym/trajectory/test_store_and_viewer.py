@@ -76,6 +76,7 @@ def test_run_index_and_dataset_export(null_url, tmp_path):
     assert "<svg" in (tmp_path / "e0" / "index.html").read_text()
     ds = export_dataset(tmp_path)
     assert len(ds) == 1 and json.loads(ds[0]["action"])["type"] == "done"
+    assert ds[0]["seed"] == 0  # what lets a warm start check the dataset against held-out seeds
     assert ds[0]["image"].size == (1280, 720)
 
 
