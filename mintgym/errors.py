@@ -49,3 +49,20 @@ class PolicyError(MintGymError):
 
 class EpisodeStateError(MintGymError, RuntimeError):
     """An episode call out of order: step() before reset() or after the episode ended."""
+
+
+def first_line(error: BaseException | str, default: str | None = None) -> str:
+    """The first line of an error's message, stripped: what a one-line report shows. An empty message gives
+    ``default``, else the exception's type name ("" for an empty string)."""
+    lines = str(error).strip().splitlines()
+    if lines:
+        return lines[0].strip()
+    if default is not None:
+        return default
+    return "" if isinstance(error, str) else type(error).__name__
+
+
+def error_line(error: BaseException) -> str:
+    """``Type: first line`` of an exception (only ``Type`` when its message is empty)."""
+    line = first_line(error, "")
+    return f"{type(error).__name__}: {line}" if line else type(error).__name__

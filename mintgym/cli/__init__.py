@@ -48,10 +48,9 @@ def one_line(err: BaseException) -> tuple[str, int]:
     """The one-line message (with what to do) and exit status for an error that reached the top."""
     import json
 
-    from mintgym.errors import BackendError, MintGymError, RegistrationError, ServerError
+    from mintgym.errors import BackendError, MintGymError, RegistrationError, ServerError, first_line
 
-    text = str(err).strip()
-    first = text.splitlines()[0] if text else type(err).__name__
+    first = first_line(err)
     if isinstance(err, (RegistrationError, ServerError)) or type(err) is MintGymError:
         return first, 2
     if isinstance(err, BackendError):

@@ -146,7 +146,7 @@ def build_agent(choice: AgentChoice, *, concurrency: int = 1, seed: int = 0) -> 
     Every mistake is one ``error:`` line and exit status 2.
     """
     from mintgym.agents import make_agent
-    from mintgym.errors import MintGymError
+    from mintgym.errors import MintGymError, first_line
 
     options = parse_agent_options(choice.agent_option)
     describe: dict[str, Any] = {"agent": choice.agent}
@@ -173,13 +173,13 @@ def build_agent(choice: AgentChoice, *, concurrency: int = 1, seed: int = 0) -> 
     except (ValueError, TypeError, ImportError, MintGymError) as err:
         if engine is not None:
             engine.close()
-        raise fail(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
+        raise fail(first_line(err)) from None
     return BuiltAgent(lambda: make_agent(choice.agent, **options), describe, engine,
                       needs_oracle=bool(getattr(first, "needs_oracle", False)))
 
 
 def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
-    from mintgym.errors import MintGymError
+    from mintgym.errors import MintGymError, first_line
     from mintgym.inference import make_engine
 
     name = choice.engine or ("openai" if choice.model_url else "hf")
@@ -201,7 +201,7 @@ def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
     try:
         engine = make_engine(name, **config)
     except (ValueError, OSError, ImportError, MintGymError) as err:
-        raise fail(f"cannot start the {name} engine: {str(err).splitlines()[0] if str(err) else err!r}") from None
+        raise fail(f"cannot start the {name} engine: {first_line(err, repr(err))}") from None
     if name == "openai" and not choice.model:
         try:
             engine.ensure_model()  # the model's name, and proof the server answers, before any episode

@@ -20,6 +20,7 @@ from typing import Any, Optional
 import typer
 
 from mintgym.cli.agent_options import fail, use_packs
+from mintgym.errors import error_line
 
 #: The tag a task carries to declare that a reset with a given seed always gives the same screen.
 DETERMINISTIC_TAG = "deterministic"
@@ -132,7 +133,7 @@ def check_one(task: Any, url: str, token: Optional[str], seed: int) -> TaskCheck
             row.cells["check_env"] = "ok"
         except Exception as err:  # noqa: BLE001 -- a failed check is a row of the table, not a crash
             row.cells["check_env"] = "FAIL"
-            row.notes.append(f"check_env: {type(err).__name__}: {_first_line(err)}")
+            row.notes.append(f"check_env: {error_line(err)}")
         _check_determinism(env, task, seed, row)
     finally:
         env.close()
@@ -164,7 +165,7 @@ def _check_oracle(env: Any, task: Any, seed: int, row: TaskCheck) -> None:
                 break
     except Exception as err:  # noqa: BLE001
         row.cells["oracle=1"] = "FAIL"
-        row.notes.append(f"oracle: {type(err).__name__}: {_first_line(err)}")
+        row.notes.append(f"oracle: {error_line(err)}")
         return
     ok = reward == 1.0 and not errors
     row.cells["oracle=1"] = "ok" if ok else "FAIL"
@@ -186,9 +187,6 @@ def _check_determinism(env: Any, task: Any, seed: int, row: TaskCheck) -> None:
         row.notes.append(f"two resets with seed {seed} gave different screenshots")
 
 
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else ""
 
 
 def render_table(rows: list[TaskCheck]) -> str:

@@ -60,7 +60,7 @@ def evaluate(
     """Evaluate an agent on a suite or on given tasks, in parallel and resumably.
 
     Exits 1 when every episode errored; otherwise it says how many did."""
-    from mintgym.errors import MintGymError
+    from mintgym.errors import MintGymError, first_line
     from mintgym.evals.harness import EvalConfig, run_eval
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
@@ -102,7 +102,7 @@ def evaluate(
         try:
             results = run_eval(benchmark, make_agent, config)
         except (ValueError, MintGymError) as err:
-            raise fail(str(err).splitlines()[0]) from None
+            raise fail(first_line(err)) from None
         finally:
             built.close()
         overall = results["overall"]

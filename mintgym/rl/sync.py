@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from mintgym.errors import error_line
 from mintgym.trainer.config import TrainConfig
 from mintgym.weights.base import WeightBroadcast, WeightSyncFailed, WeightSyncTimeout
 
@@ -119,6 +120,4 @@ def worker_doing(worker: Any) -> str:
 def _one_line(err: BaseException) -> str:
     """``Type: first line`` of a worker's error (Ray wraps it: the original is its ``cause``)."""
     cause = getattr(err, "cause", None)
-    err = cause if isinstance(cause, BaseException) else err
-    lines = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    return error_line(cause if isinstance(cause, BaseException) else err)

@@ -49,6 +49,7 @@ import numpy as np
 
 from mintgym.allocator import tune_malloc
 from mintgym.buffer.types import Group, Sample
+from mintgym.errors import first_line
 from mintgym.inference import InferenceEngine, make_engine
 from mintgym.rollout.agents import make_episode_agent
 from mintgym.rollout.recording import RecordingEngine
@@ -97,7 +98,7 @@ _SESSION_ID = re.compile(r"\b[0-9a-f]{32}\b")
 def error_kind(error: str, episode_id: str = "") -> str:
     """A failed episode's kind: the first line of its error, at most 300 characters, with the episode's own id
     and any session id left out, so that one cause counts as one kind."""
-    first = (error.strip().splitlines() or ["(no message)"])[0]
+    first = first_line(error, "(no message)")
     if episode_id:
         first = first.replace(episode_id, "<episode>")
     return _SESSION_ID.sub("<session>", first)[:300]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mintgym.client.aio import AsyncEnvClient, AsyncSession
-from mintgym.errors import MintGymError, ServerError
+from mintgym.errors import MintGymError, ServerError, first_line
 from mintgym.types import Observation
 
 
@@ -90,7 +90,7 @@ class EnvPool:
             try:
                 return await self._new_session(client)
             except MintGymError as err:
-                text = (str(err).splitlines() or [type(err).__name__])[0]
+                text = first_line(err)
                 errors.append(text if client.base_url in text else f"{client.base_url}: {text}")
         raise ServerError(f"no env session could be opened on any of the pool's {len(self.clients)} server(s): "
                           + "; ".join(errors), code=NO_SESSION)

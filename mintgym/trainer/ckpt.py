@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from mintgym.errors import MintGymError
+from mintgym.errors import MintGymError, error_line
 
 
 def checkpoint_dir(out: str | os.PathLike) -> Path:
@@ -82,7 +82,7 @@ def load_latest(out: str | os.PathLike, model: torch.nn.Module, optimizer: torch
         except Exception as err:  # noqa: BLE001 -- any unreadable checkpoint: try the one before
             model.load_state_dict(before[0])
             optimizer.load_state_dict(before[1])
-            failures.append((path, f"{type(err).__name__}: {(str(err).splitlines() or [''])[0]}"))
+            failures.append((path, error_line(err)))
             continue
         for bad, reason in failures:
             broken = bad.with_name(f"broken-{bad.name}")

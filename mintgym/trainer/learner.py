@@ -19,6 +19,7 @@ import torch
 
 from mintgym.buffer.advantages import compute_advantages
 from mintgym.buffer.types import Batch, Group, Turn
+from mintgym.errors import first_line
 from mintgym.inference.images import load_image
 from mintgym.inference.logprobs import (SequenceInput, sequence_logprobs, sequence_logprobs_and_entropy,
                                         suppressed_token_ids)
@@ -46,7 +47,7 @@ def _resolve(image: Any) -> np.ndarray:
     try:
         return ray.get(image)
     except ray.exceptions.ObjectLostError as exc:  # OwnerDiedError included
-        raise ImageLost(str(exc).splitlines()[0]) from exc
+        raise ImageLost(first_line(exc)) from exc
 
 
 @dataclass

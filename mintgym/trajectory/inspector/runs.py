@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mintgym.errors import first_line
 from mintgym.trajectory.store import load_trajectory
 from mintgym.trajectory.types import Trajectory
 
@@ -101,7 +102,7 @@ def open_run(path: str | Path) -> Run:
         try:
             episodes.append(Episode(folder, folder.relative_to(root).as_posix(), load_trajectory(folder)))
         except (ValueError, KeyError, TypeError) as err:
-            problems.append(f"{folder.relative_to(root).as_posix()}: {str(err).splitlines()[0]}")
+            problems.append(f"{folder.relative_to(root).as_posix()}: {first_line(err)}")
     if not episodes:
         why = f"; {len(problems)} could not be read, first: {problems[0]}" if problems else ""
         raise NotARun(f"no trajectories under {root} (no folder with meta.json and steps.jsonl){why}; give an eval "
