@@ -39,13 +39,10 @@ import math
 import random
 import re
 import uuid
-import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from mintgym.allocator import tune_malloc
 from mintgym.buffer.types import Group, Sample
@@ -53,6 +50,7 @@ from mintgym.errors import first_line
 from mintgym.inference import InferenceEngine, make_engine
 from mintgym.rollout.agents import make_episode_agent
 from mintgym.rollout.recording import RecordingEngine
+from mintgym.weights.base import as_tensors
 
 
 @dataclass
@@ -133,18 +131,13 @@ class _GroupAdmission:
         return None if self._admitting is None else await self._admitting
 
 
-def load_weights(engine: InferenceEngine, version: int, state: dict[str, np.ndarray] | Path) -> None:
-    """Load what a weight transport gave into ``engine``: a file's path as is (vLLM loads it in place), arrays
-    as tensors."""
-    import torch
-
+def load_weights(engine: InferenceEngine, version: int, state: dict[str, Any] | Path) -> None:
+    """Load what a weight transport gave into ``engine``: a file's path as is (vLLM loads it in place), a
+    received state as tensors (:func:`~mintgym.weights.base.as_tensors`)."""
     if isinstance(state, Path):
         engine.update_weights(version, state)
         return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only
-        tensors = {k: torch.from_numpy(v) for k, v in state.items()}
-    engine.update_weights(version, tensors)
+    engine.update_weights(version, as_tensors(state))
 
 
 class RolloutWorker:

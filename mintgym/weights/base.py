@@ -39,8 +39,10 @@ class WeightBroadcast(ABC):
         """The newest published version (None before the first send)."""
 
     @abstractmethod
-    def receive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
-        """The newest (version, state) if newer than ``after``, else None."""
+    def receive(self, after: int | None = None) -> tuple[int, dict[str, Any]] | None:
+        """The newest (version, state) if newer than ``after``, else None. The state maps names to numpy
+        arrays, and bfloat16 tensors (numpy has none) to torch bfloat16 tensors (:func:`from_wire_state`);
+        :func:`as_tensors` makes it a state dict."""
 
     @abstractmethod
     def ack(self, worker_id: int, version: int) -> None:
@@ -55,7 +57,7 @@ class WeightBroadcast(ABC):
         (vLLM's in-place update); None when there is none, or when this transport has no files."""
         return None
 
-    async def areceive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
+    async def areceive(self, after: int | None = None) -> tuple[int, dict[str, Any]] | None:
         """:meth:`receive` for code running on an event loop (a Ray async actor)."""
         return await asyncio.to_thread(self.receive, after)
 
@@ -92,12 +94,8 @@ def state_mismatch(expected: Mapping[str, tuple[int, ...]], got: Mapping[str, tu
 
 
 def to_numpy_state(state: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """A state dict as CPU numpy arrays (what crosses process boundaries without pickling tensors).
-
-    numpy has no bfloat16, so bf16 tensors become float32 (twice the bytes): the ``ray`` and ``filesystem``
-    transports carry these arrays for the hf engine (float32 on CPU by default). The ``vllm`` transport
-    writes tensors in the trainer's own dtype instead (:mod:`mintgym.weights.safetensors_files`).
-    """
+    """A state dict as CPU numpy arrays, bf16 tensors as float32 (numpy has no bfloat16): for readers that
+    need numbers (a check, a file's contents). Transports carry :func:`to_wire_state` instead."""
     out: dict[str, np.ndarray] = {}
     for name, value in state.items():
         if hasattr(value, "detach"):
@@ -107,3 +105,62 @@ def to_numpy_state(state: Mapping[str, Any]) -> dict[str, np.ndarray]:
             value = value.numpy()
         out[name] = np.asarray(value)
     return out
+
+
+#: The entry of a wire state naming its bfloat16 tensors, which travel as their int16 bit patterns.
+BF16_NAMES = "__mintgym_bfloat16__"
+
+
+def to_wire_state(state: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """A state dict as the CPU numpy arrays the ``ray`` and ``filesystem`` transports carry (what crosses
+    process boundaries without pickling tensors). numpy has no bfloat16, so a bf16 tensor goes as its own
+    two bytes per value, an int16 view, named under :data:`BF16_NAMES`: half the bytes of the float32 it
+    used to be sent as (a 3B-parameter model: 6 GiB per version instead of 12)."""
+    import torch
+
+    out: dict[str, np.ndarray] = {}
+    bf16: list[str] = []
+    for name, value in state.items():
+        if name == BF16_NAMES:
+            raise ValueError(f"a state dict may not hold a tensor named {BF16_NAMES!r} (the wire format's own)")
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu()
+            if value.dtype == torch.bfloat16:
+                bf16.append(name)
+                value = value.contiguous().view(torch.int16)
+            value = value.numpy()
+        out[name] = np.asarray(value)
+    if bf16:
+        out[BF16_NAMES] = np.array(bf16)
+    return out
+
+
+def from_wire_state(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """What :func:`to_wire_state` wrote: the numpy arrays, and each bf16 tensor as a torch bfloat16 tensor over
+    the same bytes (no copy: several workers on a node share the object store's one)."""
+    import warnings
+
+    import torch
+
+    named = set(arrays[BF16_NAMES].tolist()) if BF16_NAMES in arrays else set()
+    out: dict[str, Any] = {}
+    for name, value in arrays.items():
+        if name == BF16_NAMES:
+            continue
+        if name in named:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # the object store's arrays are read-only
+                value = torch.from_numpy(value).view(torch.bfloat16)
+        out[name] = value
+    return out
+
+
+def as_tensors(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A received state (:meth:`WeightBroadcast.receive`) as torch tensors, sharing its arrays' memory."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only
+        return {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.asarray(v)) for k, v in state.items()}

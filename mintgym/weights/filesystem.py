@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mintgym.weights.base import WeightBroadcast, check_ack, to_numpy_state
+from mintgym.weights.base import WeightBroadcast, check_ack, from_wire_state, to_wire_state
 
 #: Tries at reading the newest version when publications keep deleting the file just found.
 _TRIES = 5
@@ -59,11 +59,11 @@ class FilesystemBroadcast(WeightBroadcast):
         return self.folder / f"weights-{version:08d}.{self.suffix}"
 
     def _save(self, path: Path, state: Mapping[str, Any]) -> None:
-        np.savez(path, **to_numpy_state(state))
+        np.savez(path, **to_wire_state(state))
 
-    def _read(self, path: Path) -> dict[str, np.ndarray]:
+    def _read(self, path: Path) -> dict[str, Any]:
         with np.load(path) as data:
-            return {k: data[k] for k in data.files}
+            return from_wire_state({k: data[k] for k in data.files})
 
     def send(self, version: int, state: Mapping[str, Any]) -> None:
         latest = self.latest_version()

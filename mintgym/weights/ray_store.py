@@ -2,9 +2,9 @@
 
 A small named actor (:class:`WeightRegistry`) remembers the newest version and its ``ObjectRef`` (wrapped
 in a list so Ray passes the reference, not the arrays). The arrays are numpy, so every worker on a node
-maps the same shared-memory copy instead of unpickling its own; numpy has no bf16, so bf16 weights travel
-as float32 (:func:`~mintgym.weights.base.to_numpy_state`), which a vLLM engine writes back in its own
-dtype. The registry also keeps each worker's acknowledged version, which the trainer reads.
+maps the same shared-memory copy instead of unpickling its own; bf16 weights travel in their own two bytes
+(:func:`~mintgym.weights.base.to_wire_state`) and are received as bf16 tensors over that same copy. The
+registry also keeps each worker's acknowledged version, which the trainer reads.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from mintgym.weights.base import WeightBroadcast, check_ack, to_numpy_state
+from mintgym.weights.base import WeightBroadcast, check_ack, from_wire_state, to_wire_state
 
 
 class WeightRegistry:
@@ -65,7 +65,7 @@ class RayObjectStoreBroadcast(WeightBroadcast):
         return {"name": self.name, "namespace": self.namespace, "_registry": None}
 
     def send(self, version: int, state: Mapping[str, Any]) -> None:
-        ref = ray.put(to_numpy_state(state))
+        ref = ray.put(to_wire_state(state))
         ray.get(self._handle().publish.remote(version, [ref]))
 
     def latest_version(self) -> int | None:
@@ -75,13 +75,13 @@ class RayObjectStoreBroadcast(WeightBroadcast):
         version, ref = ray.get(self._handle().latest.remote())
         if version is None or (after is not None and version <= after):
             return None
-        return version, ray.get(ref[0])
+        return version, from_wire_state(ray.get(ref[0]))
 
     async def areceive(self, after: int | None = None) -> tuple[int, dict[str, np.ndarray]] | None:
         version, ref = await self._handle().latest.remote()
         if version is None or (after is not None and version <= after):
             return None
-        return version, await ref[0]
+        return version, from_wire_state(await ref[0])
 
     def ack(self, worker_id: int, version: int) -> None:
         check_ack(worker_id, version)

@@ -6,8 +6,8 @@
 numpy on the way. Tensors keep the trainer's dtype (bf16 stays bf16, half the bytes of float32).
 :meth:`SafetensorsBroadcast.receive_file` hands out a pinned path that later publications cannot remove
 (see :mod:`mintgym.weights.filesystem`). Versions and acknowledgements work as in
-:class:`FilesystemBroadcast`; ``receive`` still gives numpy arrays, for engines that take a state dict
-(numpy has no bf16: those arrays are float32).
+:class:`FilesystemBroadcast`; ``receive`` gives the state as every transport does, for engines that take a
+state dict (numpy arrays, bf16 tensors as torch bfloat16).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mintgym.weights.base import to_numpy_state
+from mintgym.weights.base import from_wire_state, to_wire_state
 from mintgym.weights.filesystem import FilesystemBroadcast
 
 
@@ -65,10 +65,10 @@ class SafetensorsBroadcast(FilesystemBroadcast):
     def _save(self, path: Path, state: Mapping[str, Any]) -> None:
         save_safetensors(path, state)
 
-    def _read(self, path: Path) -> dict[str, np.ndarray]:
+    def _read(self, path: Path) -> dict[str, Any]:
         from safetensors.torch import load_file
 
-        return to_numpy_state(load_file(str(path)))
+        return from_wire_state(to_wire_state(load_file(str(path))))  # received as every transport's are
 
     def receive_file(self, after: int | None = None) -> tuple[int, Path] | None:
         return self.pinned_file(after)
