@@ -39,6 +39,7 @@ import math
 import random
 import re
 import uuid
+import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +51,6 @@ from mintgym.errors import first_line
 from mintgym.inference import InferenceEngine, make_engine
 from mintgym.rollout.agents import make_episode_agent
 from mintgym.rollout.recording import RecordingEngine
-from mintgym.weights.base import as_tensors
 
 
 @dataclass
@@ -133,11 +133,16 @@ class _GroupAdmission:
 
 def load_weights(engine: InferenceEngine, version: int, state: dict[str, Any] | Path) -> None:
     """Load what a weight transport gave into ``engine``: a file's path as is (vLLM loads it in place), a
-    received state as tensors (:func:`~mintgym.weights.base.as_tensors`)."""
+    received state (numpy arrays, bf16 as torch tensors) as tensors over the same memory."""
+    import torch
+
     if isinstance(state, Path):
         engine.update_weights(version, state)
         return
-    engine.update_weights(version, as_tensors(state))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only
+        tensors = {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(v) for k, v in state.items()}
+    engine.update_weights(version, tensors)
 
 
 class RolloutWorker:

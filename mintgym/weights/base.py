@@ -41,8 +41,7 @@ class WeightBroadcast(ABC):
     @abstractmethod
     def receive(self, after: int | None = None) -> tuple[int, dict[str, Any]] | None:
         """The newest (version, state) if newer than ``after``, else None. The state maps names to numpy
-        arrays, and bfloat16 tensors (numpy has none) to torch bfloat16 tensors (:func:`from_wire_state`);
-        :func:`as_tensors` makes it a state dict."""
+        arrays, and bfloat16 tensors (numpy has none) to torch bfloat16 tensors (:func:`from_wire_state`)."""
 
     @abstractmethod
     def ack(self, worker_id: int, version: int) -> None:
@@ -153,14 +152,3 @@ def from_wire_state(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
                 value = torch.from_numpy(value).view(torch.bfloat16)
         out[name] = value
     return out
-
-
-def as_tensors(state: Mapping[str, Any]) -> dict[str, Any]:
-    """A received state (:meth:`WeightBroadcast.receive`) as torch tensors, sharing its arrays' memory."""
-    import warnings
-
-    import torch
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # arrays from the object store are read-only
-        return {k: v if isinstance(v, torch.Tensor) else torch.from_numpy(np.asarray(v)) for k, v in state.items()}

@@ -8,8 +8,9 @@ import pytest
 import ray
 import torch
 
+from mintgym.rollout.ray_worker import load_weights
 from mintgym.weights import FilesystemBroadcast
-from mintgym.weights.base import BF16_NAMES, as_tensors, from_wire_state, to_wire_state
+from mintgym.weights.base import BF16_NAMES, from_wire_state, to_wire_state
 from mintgym.weights.ray_store import RayObjectStoreBroadcast
 
 
@@ -18,8 +19,17 @@ def _state() -> dict[str, torch.Tensor]:
     return {"w": w, "w_t": w.t(), "b": torch.randn(3), "n": torch.arange(4), "h": torch.ones(2, dtype=torch.float16)}
 
 
+class _Engine:
+    """What a rollout worker's engine is handed (``load_weights``, the worker's own path)."""
+
+    def update_weights(self, version, state):
+        self.state = state
+
+
 def _same(got: dict, state: dict[str, torch.Tensor]) -> None:
-    tensors = as_tensors(got)
+    engine = _Engine()
+    load_weights(engine, 1, got)
+    tensors = engine.state
     assert sorted(tensors) == sorted(state)
     for name, value in state.items():
         assert tensors[name].dtype == value.dtype and torch.equal(tensors[name], value), name
