@@ -3,6 +3,7 @@
     mintgym export runs/oracle --out data/oracle-sft          # successful episodes' steps (the default)
     mintgym export runs/oracle --out data/all-steps --all     # every episode's valid steps
     mintgym export runs/oracle --out data/bc --agent answer --agent-options '{"choices": {"pytool": ["red", "blue"]}}'
+    mintgym export runs/oracle --out data/bc2 --agent answer --skip-seed 7 --skip-seed 8   # not on held-out seeds
 
 One record per step that carries a valid action: the screenshot it was chosen on (an Image feature), the
 instruction, the action as JSON and the model's raw text, with the trajectory id, task, seed, domain and step
@@ -37,7 +38,9 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, roll
                                             "(answer or vlm): its prompts and responses, for warm_start.dataset"),
            agent_options: str = typer.Option("{}", "--agent-options", help="JSON options of --agent"),
            model: Path | None = typer.Option(None, "--model", help="model folder of the agent's engine (vlm, "
-                                             "pick: digit)")) -> None:
+                                             "pick: digit)"),
+           skip_seeds: list[int] = typer.Option([], "--skip-seed", help="leave out the episodes on this seed "
+                                                 "(repeatable), e.g. a training config's held-out eval_seeds")) -> None:
     """Write a run's steps as a Hugging Face dataset (screenshot, instruction, action, response)."""
     import datasets
 
@@ -51,9 +54,10 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, roll
         raise fail(f"{out} exists and is {'a file' if not out.is_dir() else 'not empty'}; give a new folder")
     try:
         if agent is None:
-            dataset = export_dataset(run_dir, only_success=not all_episodes)
+            dataset = export_dataset(run_dir, only_success=not all_episodes, skip_seeds=set(skip_seeds))
         else:
-            dataset = _imitation(run_dir, agent, agent_options, model, only_success=not all_episodes)
+            dataset = _imitation(run_dir, agent, agent_options, model, only_success=not all_episodes,
+                                 skip_seeds=set(skip_seeds))
     except ValueError as err:  # only where no successful step was found does --all help
         hint = " (--all takes every episode)" if not all_episodes and str(err).startswith("no successful") else ""
         raise fail(f"{err}{hint}") from None
@@ -62,7 +66,8 @@ def export(run_dir: Path = typer.Argument(..., help="a run directory (eval, roll
                "(datasets.load_from_disk)")
 
 
-def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, only_success: bool):
+def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, only_success: bool,
+               skip_seeds: set[int]):
     import json
 
     from mintgym.rollout.agents import agent_factory
@@ -90,4 +95,4 @@ def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, 
         make_agent()
     except (TypeError, ValueError) as err:
         raise fail(f"--agent {kind} with these options: {err}") from None
-    return imitation_dataset(run_dir, make_agent, only_success=only_success)
+    return imitation_dataset(run_dir, make_agent, only_success=only_success, skip_seeds=skip_seeds)

@@ -89,7 +89,9 @@ def check_dataset(cfg: RunConfig) -> str | None:
         shown = ", ".join(f"{task_id} seed {seed}" for task_id, seed in leaked[:5])
         raise MintGymError(f"warm_start.dataset {path} holds episodes of held-out eval_seeds ({shown}"
                            f"{', ...' if len(leaked) > 5 else ''}): the final eval would score seeds the model was "
-                           "taught; export it from episodes on other seeds")
+                           f"taught; export it again without them (mintgym export RUN --out DIR --agent "
+                           f"{cfg.agent.kind} " + " ".join(f"--skip-seed {s}" for s in sorted({s for _, s in leaked}))
+                           + ")")
     return None
 
 

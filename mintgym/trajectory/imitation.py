@@ -105,14 +105,16 @@ async def _replay(path: Path, traj: Trajectory, agent: Agent, action_set: Action
 
 
 async def imitation_records(run_dir: str | Path, make_agent: Callable[[], Agent], *, only_success: bool = True,
-                            episodes: Collection[str] | None = None) -> list[dict[str, Any]]:
+                            episodes: Collection[str] | None = None,
+                            skip_seeds: Collection[int] = ()) -> list[dict[str, Any]]:
     """The supervised records of every (successful) episode under ``run_dir`` (only those whose trajectory id
-    is in ``episodes``, when given), one per imitated step."""
+    is in ``episodes``, when given; none on ``skip_seeds``), one per imitated step."""
     if not callable(getattr(make_agent(), "imitate", None)):
         raise ValueError("this agent cannot learn from a teacher: it has no imitate(observation, action) method")
     records: list[dict[str, Any]] = []
     for path, traj in iter_run(run_dir):
-        if (only_success and not traj.success) or (episodes is not None and traj.id not in episodes):
+        if ((only_success and not traj.success) or (episodes is not None and traj.id not in episodes)
+                or traj.seed in skip_seeds):
             continue
         agent = make_agent()
         records += await _replay(path, traj, agent, action_set_for(traj.domain))
@@ -120,11 +122,12 @@ async def imitation_records(run_dir: str | Path, make_agent: Callable[[], Agent]
 
 
 def imitation_dataset(run_dir: str | Path, make_agent: Callable[[], Agent], *, only_success: bool = True,
-                      episodes: Collection[str] | None = None):
+                      episodes: Collection[str] | None = None, skip_seeds: Collection[int] = ()):
     """:func:`imitation_records` as a Hugging Face ``datasets.Dataset`` (images as an Image sequence)."""
     import datasets
 
-    records = asyncio.run(imitation_records(run_dir, make_agent, only_success=only_success, episodes=episodes))
+    records = asyncio.run(imitation_records(run_dir, make_agent, only_success=only_success, episodes=episodes,
+                                            skip_seeds=skip_seeds))
     if not records:
         raise ValueError(f"no {'successful ' if only_success else ''}steps under {run_dir} that this agent can "
                          "imitate")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
@@ -130,11 +131,13 @@ def load_run(run_dir: str | Path) -> list[Trajectory]:
     return [t for _, t in iter_run(run_dir)]
 
 
-def to_sft_records(run_dir: str | Path, only_success: bool = True) -> list[dict[str, Any]]:
-    """One record per step: image path, instruction, the action text, for supervised fine-tuning."""
+def to_sft_records(run_dir: str | Path, only_success: bool = True,
+                   skip_seeds: Collection[int] = ()) -> list[dict[str, Any]]:
+    """One record per step: image path, instruction, the action text, for supervised fine-tuning (none from
+    episodes on ``skip_seeds``, e.g. a training run's held-out ones)."""
     records = []
     for path, traj in iter_run(run_dir):
-        if only_success and not traj.success:
+        if (only_success and not traj.success) or traj.seed in skip_seeds:
             continue
         for step in traj.steps:
             if step.action is None or step.error:
@@ -146,11 +149,11 @@ def to_sft_records(run_dir: str | Path, only_success: bool = True) -> list[dict[
     return records
 
 
-def export_dataset(run_dir: str | Path, only_success: bool = True):
+def export_dataset(run_dir: str | Path, only_success: bool = True, skip_seeds: Collection[int] = ()):
     """A Hugging Face ``datasets.Dataset`` of the run's steps (images decoded by the Image feature)."""
     import datasets
 
-    records = to_sft_records(run_dir, only_success)
+    records = to_sft_records(run_dir, only_success, skip_seeds)
     if not records:
         raise ValueError(f"no {'successful ' if only_success else ''}steps to export under {run_dir}")
     features = datasets.Features({

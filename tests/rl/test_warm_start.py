@@ -128,7 +128,9 @@ def test_a_given_dataset_played_on_held_out_seeds_is_refused_before_the_run_star
 
     leaky = _dataset(tmp_path / "leaky", [{"task_id": TASK, "seed": s} for s in (1, 7, 2)])
     with pytest.raises(MintGymError, match=rf"^warm_start.dataset {leaky} holds episodes of held-out eval_seeds "
-                                           rf"\({TASK} seed 7\): the final eval would score"):
+                                           rf"\({TASK} seed 7\): the final eval would score seeds the model was "
+                                           r"taught; export it again without them \(mintgym export RUN --out DIR "
+                                           r"--agent answer --skip-seed 7\)$"):
         preflight(_given(leaky, seeds=[1, 2], eval_seeds=[7, 8]))
     preflight(_given(leaky, seeds=[1, 2]))  # no held-out seeds: the final eval plays the training seeds
     other_task = _dataset(tmp_path / "other", [{"task_id": "pytool/largest-area-2", "seed": 7}])

@@ -39,6 +39,21 @@ def oracle_run(tmp_path_factory) -> Path:
     return run
 
 
+def test_export_leaves_out_the_episodes_on_skipped_seeds(oracle_run, tmp_path):
+    """What a warm start's held-out check asks for: the dataset again, without the held-out seeds' episodes."""
+    import datasets
+
+    from mintgym.trajectory.store import iter_run
+
+    seeds = sorted(traj.seed for _, traj in iter_run(oracle_run))
+    skipped = seeds[0]
+    for agent in ([], ["--agent", "answer", "--agent-options", json.dumps(OPTIONS)]):
+        data = tmp_path / f"data{len(agent)}"
+        proc = mintgym("export", str(oracle_run), "--out", str(data), "--skip-seed", str(skipped), *agent)
+        assert proc.returncode == 0, proc.stderr
+        assert sorted(set(datasets.load_from_disk(str(data))["seed"])) == [s for s in seeds if s != skipped]
+
+
 def test_the_answer_agent_learns_the_oracles_answer_on_the_first_screen(oracle_run, tmp_path):
     data = tmp_path / "bc"
     proc = mintgym("export", str(oracle_run), "--out", str(data), "--agent", "answer",
