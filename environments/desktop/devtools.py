@@ -84,11 +84,20 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
 
 
 @contextlib.asynccontextmanager
-async def browser(bridge: DevToolsBridge, timeout: float = 30.0) -> AsyncIterator[object]:
-    """Playwright's handle on the session's browser over the bridge (the browser is left running)."""
+async def browser(bridge: DevToolsBridge, timeout: float = 30.0, attempts: int = 3) -> AsyncIterator[object]:
+    """Playwright's handle on the session's browser over the bridge (the browser is left running). A connection
+    that fails or does not complete within ``timeout`` s is made again, ``attempts`` times in all: a browser
+    busy starting on a loaded machine can leave one hanging (OSWorld's own Chrome steps retry as well)."""
+    from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 
     url = await bridge.start()
     async with async_playwright() as pw:
-        handle = await pw.chromium.connect_over_cdp(url, timeout=timeout * 1000)
+        for attempt in range(1, attempts + 1):
+            try:
+                handle = await pw.chromium.connect_over_cdp(url, timeout=timeout * 1000)
+                break
+            except PlaywrightError:
+                if attempt == attempts:
+                    raise
         yield handle  # leaving the block stops this driver: the connection drops, the browser runs on
