@@ -12,13 +12,6 @@ from mintgym.trainer.config import TrainConfig
 from mintgym.weights import FilesystemBroadcast, WeightSyncFailed, WeightSyncTimeout
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 class Worker:
     """Stands where a rollout worker does. ``plan``: what each ``sync_weights`` call does in turn: ``"load"``
     (load the newest and ack it), ``"stale"`` (return the version it had, as a refresh that was already under

@@ -45,13 +45,6 @@ def test_a_bad_ack_is_refused_by_name(tmp_path, worker_id, version, problem):
         FilesystemBroadcast(tmp_path).ack(worker_id, version)
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 class _Worker:
     """Stands where a rollout worker does: receives through its own copy of the transport, acks."""
 

@@ -64,13 +64,6 @@ def test_the_filesystem_transport_writes_half_the_bytes_of_float32_and_reads_bf1
     _same(bc.receive()[1], state)
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def test_the_ray_transport_carries_bf16_and_gives_it_back_bf16(local_ray):
     bc = RayObjectStoreBroadcast(name="test-wire-weights")
     state = _state()
