@@ -187,8 +187,6 @@ def _check_determinism(env: Any, task: Any, seed: int, row: TaskCheck) -> None:
         row.notes.append(f"two resets with seed {seed} gave different screenshots")
 
 
-
-
 def render_table(rows: list[TaskCheck]) -> str:
     """A plain-text table: one row per task, one column per check, then the failures' reasons."""
     header = ("task", *COLUMNS, "notes")

@@ -92,20 +92,6 @@ def state_mismatch(expected: Mapping[str, tuple[int, ...]], got: Mapping[str, tu
     return None
 
 
-def to_numpy_state(state: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """A state dict as CPU numpy arrays, bf16 tensors as float32 (numpy has no bfloat16): for readers that
-    need numbers (a check, a file's contents). Transports carry :func:`to_wire_state` instead."""
-    out: dict[str, np.ndarray] = {}
-    for name, value in state.items():
-        if hasattr(value, "detach"):
-            value = value.detach().cpu()
-            if str(value.dtype) == "torch.bfloat16":
-                value = value.float()
-            value = value.numpy()
-        out[name] = np.asarray(value)
-    return out
-
-
 #: The entry of a wire state naming its bfloat16 tensors, which travel as their int16 bit patterns.
 BF16_NAMES = "__mintgym_bfloat16__"
 
