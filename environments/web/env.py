@@ -1,14 +1,17 @@
 """One web session: a Playwright browser context in the host's shared Chromium, driven by real input.
 
 Every action of the WEB set becomes mouse or keyboard input through Playwright (``page.mouse``,
-``page.keyboard``) or a navigation (``goto``); nothing clicks DOM elements directly. Screenshots come from
-CDP ``Page.captureScreenshot`` (lossless PNG by default) at device scale factor 1, so screenshot pixels are
-click pixels.
+``page.keyboard``) or a navigation (``goto``); nothing clicks DOM elements directly, except where real input
+would reach Chromium's process-wide clipboards: the copy, cut and paste keys and the middle button fire the
+page's events themselves (:mod:`.clipboard`). Screenshots come from CDP ``Page.captureScreenshot`` (lossless
+PNG by default) at device scale factor 1, so screenshot pixels are click pixels.
 
 Page events the agent cannot see are handled, not left hanging:
 
 * dialogs (alert, confirm, prompt, beforeunload): alerts and beforeunload are accepted, confirm and prompt
   dismissed; each is logged in :attr:`WebEnvironment.dialogs` and shown in the ``text`` side channel;
+* the clipboard: each session has its own (:mod:`.clipboard`); the agent's copy, cut and paste keys and middle
+  clicks never read Chromium's process-wide clipboard or primary selection;
 * popups (``window.open``, ``target=_blank``): the session switches to the new page, like a browser
   focusing a new tab; when it closes, the session returns to the page before it;
 * tabs: the ``tab`` action opens (within the URL policy), shows and closes tabs; tab 0 is the task's own
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from mintgym.action_spaces import ActionModel, Click, Drag, Goto, InvalidAction, Key, Move, Scroll, Tab, Type, Wait
-from mintgym.environments.web import grounding
+from mintgym.environments.web import clipboard, grounding
 from mintgym.environments.web.keys import split_combo
 from mintgym.environments.web.options import WebOptions
 from mintgym.environments.web.policy import UrlPolicy
@@ -94,6 +97,8 @@ class WebEnvironment(Environment):
         #: Seconds the last grounding snapshot took (one round trip to the page).
         self.last_grounding_s = 0.0
         self.dialogs: list[DialogRecord] = []
+        #: This session's clipboard (Chromium's own is shared by every context, so it is never read).
+        self.clipboard = clipboard.SessionClipboard()
         self.blocked_requests: list[str] = []
         self.task: Task | None = None
         #: Facts the current task reports about its own scoring (e.g. MiniWoB's raw reward).
@@ -139,6 +144,7 @@ class WebEnvironment(Environment):
         # HttpOnly: no page script reads it; Strict: no request from another site (a data: page) carries it.
         await self.context.add_cookies([{"name": "mgsid", "value": self.session_token, "url": self.host.server_origin,
                                          "httpOnly": True, "sameSite": "Strict"}])
+        await self.clipboard.install(self.context)
         self.context.on("page", self._on_page)
         self.main_page = await self.context.new_page()
         self.page = self.main_page
@@ -258,6 +264,7 @@ class WebEnvironment(Environment):
         self.task_info = {}
         self.dialogs.clear()
         self.blocked_requests.clear()
+        self.clipboard.clear()  # an episode never pastes what the one before it copied
         self._reset_ids = True
         self._frame_snapshot = None
         for page in list(self._pages):
@@ -309,7 +316,9 @@ class WebEnvironment(Environment):
 
     async def _dispatch(self, page: Page, action: ActionModel) -> None:
         mouse, keyboard = page.mouse, page.keyboard
-        if isinstance(action, Click):
+        if isinstance(action, Click) and action.button == "middle":
+            await clipboard.middle_click(page, action.x, action.y, action.clicks)
+        elif isinstance(action, Click):
             await mouse.move(action.x, action.y)
             for count in range(1, action.clicks + 1):
                 await mouse.down(button=action.button, click_count=count)
@@ -331,11 +340,15 @@ class WebEnvironment(Environment):
                 await keyboard.insert_text(action.text)
         elif isinstance(action, Key):
             held, pressed = split_combo(action.keys)
+            commands = clipboard.commands(action.keys)
             for key in held:
                 await keyboard.down(key)
             try:
-                for key in pressed:
-                    await keyboard.press(key)
+                for key, command in zip(pressed, commands, strict=True):
+                    if command is None:
+                        await keyboard.press(key)
+                    else:  # against this session's clipboard, never Chromium's shared one
+                        await self.clipboard.press(page, command)
             finally:
                 for key in reversed(held):
                     await keyboard.up(key)

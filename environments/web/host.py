@@ -37,6 +37,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = (
     "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run",
+    # WebRTC would otherwise send UDP (STUN, ICE) to any host and port, around the sessions' refusing proxy
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 #: Playwright passes its own ``--disable-features`` list; a second one replaces it, so ours repeats it
 #: (as Playwright 1.65 sets it) and adds the two features that make Chromium >= 151 pre-render the

@@ -19,6 +19,7 @@ import httpx
 import numpy as np
 import pytest
 
+from mintgym import grounding
 from mintgym.client.sync import EnvClient
 from mintgym.runtime.local import LocalProvider
 
@@ -100,8 +101,37 @@ def canary():
     c.sock.close()
 
 
+class UdpCanary:
+    """A UDP socket on a loopback port; it counts every datagram that arrives."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.datagrams = 0
+        threading.Thread(target=self._receive, daemon=True).start()
+
+    def _receive(self):
+        while True:
+            try:
+                self.sock.recvfrom(65536)
+            except OSError:
+                return
+            self.datagrams += 1
+
+
 @pytest.fixture(scope="module")
-def attacker_site(canary, server):
+def udp_canary():
+    c = UdpCanary()
+    yield c
+    c.sock.close()
+
+
+CLIPBOARD_CANARY = "clipboard-canary-7f3a"
+
+
+@pytest.fixture(scope="module")
+def attacker_site(canary, udp_canary, server):
     """An HTTP server the attacker session is allowed to reach: pages that try every route to the canary."""
     target = f"127.0.0.1:{canary.port}"
     routes = {
@@ -125,6 +155,13 @@ def attacker_site(canary, server):
                f"{{rel: 'stylesheet', href: 'http://{target}/c.css'}}))",
     }
     pages = {f"/{name}": _button_page(js) for name, js in routes.items()}
+    pages["/webrtc"] = _button_page(
+        f"(async () => {{ const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{udp_canary.port}'}}]}});"
+        " pc.createDataChannel('x'); await pc.setLocalDescription(await pc.createOffer()); })()")
+    pages["/copy-writetext"] = _button_page(f"navigator.clipboard.writeText('{CLIPBOARD_CANARY}')")
+    pages["/copy-execcommand"] = _button_page(
+        f"(() => {{ const t = document.createElement('textarea'); t.value = '{CLIPBOARD_CANARY}'; "
+        "document.body.append(t); t.select(); document.execCommand('copy'); })()")
     pages["/refresh"] = f'<meta http-equiv="refresh" content="0; url=http://{target}/r">refreshing'.encode()
     pages["/sw.js"] = b"self.addEventListener('fetch', () => {});"
 
@@ -354,6 +391,73 @@ def test_pages_cannot_connect_to_other_loopback_ports(visitor, canary, attacker_
     reward, _, _ = _play(visitor, actions)
     assert canary.connections == before, f"route {route!r} reached a loopback port outside the policy"
     assert reward == 0.0
+
+
+def test_webrtc_sends_no_udp_around_the_proxy(visitor, udp_canary, attacker_site):
+    visitor.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
+    reward, _, _ = _play(visitor, [_goto(f"{attacker_site}/webrtc"), {"type": "click", "x": 400, "y": 300},
+                                   {"type": "wait", "seconds": 1.0}])
+    assert udp_canary.datagrams == 0, "a page sent UDP (STUN) to a loopback port outside the policy"
+    assert reward == 0.0
+
+
+# ---- the clipboard: each session's own; Chromium's process-wide clipboards are never read ----------------------
+@pytest.fixture
+def victim(server):
+    """Another agent's session on MiniWoB's copy-paste task, whose text the attacker must not read."""
+    client = _client(server)
+    client.reset(seed=1, options={"task_id": "miniwob/copy-paste"})
+    yield client
+    client.close()
+
+
+def _textboxes(client: EnvClient) -> list[grounding.Element]:
+    """copy-paste's text area (its text) and answer field, from the grounded channel."""
+    return [e for e in grounding.parse(client.last_observation.a11y) if e.role == "textbox"]
+
+
+def _oracle_through(client: EnvClient, keys: list[str]) -> None:
+    """Play the task's oracle up to and including the key combo ``keys``."""
+    while (action := client.oracle_action()) is not None:
+        client.step(action)
+        if action.get("keys") == keys:
+            return
+    raise AssertionError(f"the oracle never pressed {keys}")
+
+
+def _paste_into_answer(agent: EnvClient, button: str = "left") -> str:
+    """Start copy-paste in ``agent``, click its answer field (a middle click: ``button``), paste; the field's value."""
+    agent.reset(seed=2, options={"task_id": "miniwob/copy-paste"})
+    x, y = _textboxes(agent)[1].point
+    agent.step({"type": "click", "x": x, "y": y, "button": button})
+    if button == "left":
+        agent.step({"type": "key", "keys": ["ctrl", "v"]})
+    return _textboxes(agent)[1].value
+
+
+def test_a_session_cannot_paste_what_another_session_copied(agent, victim):
+    secret = _textboxes(victim)[0].value
+    _oracle_through(victim, ["ctrl", "c"])
+    assert _paste_into_answer(agent) == "", "the paste read another session's copy"
+    assert secret not in agent.last_observation.a11y
+    reward, terminated = 0.0, False
+    while not terminated and (action := agent.oracle_action()) is not None:  # its own copy and paste still work
+        _, reward, terminated, _, _ = agent.step(action)
+    assert reward == 1.0
+
+
+def test_a_middle_click_does_not_paste_another_sessions_selection(agent, victim):
+    secret = _textboxes(victim)[0].value
+    _oracle_through(victim, ["ctrl", "a"])  # selected, never copied: X11's primary selection
+    assert _paste_into_answer(agent, button="middle") == "", "the middle click pasted another session's selection"
+    assert secret not in agent.last_observation.a11y
+
+
+@pytest.mark.parametrize("how", ["writetext", "execcommand"])
+def test_a_pages_clipboard_write_reaches_only_its_own_session(visitor, agent, attacker_site, how):
+    visitor.reset(seed=0, options={"task_id": "webapps/shop-cart-kettle"})
+    _play(visitor, [_goto(f"{attacker_site}/copy-{how}"), {"type": "click", "x": 400, "y": 300}])
+    assert CLIPBOARD_CANARY not in _paste_into_answer(agent), "a page's clipboard write reached another session"
 
 
 # ---- web apps: state changes only through the app's own pages --------------------------------------------
