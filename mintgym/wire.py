@@ -49,7 +49,9 @@ class SessionCreated(Strict):
 
 class ResetRequest(Strict):
     task_id: str | None = None
-    seed: int | None = None
+    #: A non-negative integer (as gymnasium and numpy take seeds): refused with a 422 at the door, not by
+    #: whichever domain's RNG meets it first.
+    seed: int | None = Field(None, ge=0)
     #: At most this many steps in this episode (a limit below the task's own); reaching it truncates.
     max_steps: int | None = Field(None, ge=1)
     frame: FrameOptions = Field(default_factory=FrameOptions)

@@ -1,5 +1,9 @@
 """One X display per session: Xvfb on a safely allocated display number, access limited to the
-server's and the session's users, and the window manager (openbox)."""
+server's and the session's users, and the window manager (openbox).
+
+The X server runs in the session's control group (its memory counts against the session's limit, and a
+reset's ``cgroup.kill`` ends it) and is started afresh every episode on the same display number, so nothing
+an agent set in it (keymap, root-window properties, selections, access control) reaches the next episode."""
 
 from __future__ import annotations
 
@@ -10,10 +14,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from mintgym.environments.desktop.sandbox import Sandbox, base_dir
 from Xlib import display as xdisplay
 from Xlib.error import DisplayError
-
-from mintgym.environments.desktop.sandbox import Sandbox, base_dir
 
 FIRST_DISPLAY = 100
 LAST_DISPLAY = 999
@@ -36,7 +39,7 @@ class XServer:
         return self.proc.poll() is None
 
     @classmethod
-    def start(cls, width: int, height: int, sandbox: Sandbox, timeout: float = 15.0) -> "XServer":
+    def start(cls, width: int, height: int, sandbox: Sandbox, timeout: float = 15.0) -> XServer:
         """Find a free display number (our flock + no X lock file), start Xvfb there, wait until ready."""
         locks = base_dir() / "locks"
         last_error = "no free display number"
@@ -52,35 +55,23 @@ class XServer:
                 continue
             if taken:  # left by an X server that was killed (e.g. its env server got SIGKILL): ours now
                 _remove_stale(number)
-            auth = sandbox.log_dir / "xauth"
-            cookie = secrets.token_hex(16)
-            subprocess.run(["xauth", "-f", str(auth), "add", f":{number}", ".", cookie], check=True,
-                           capture_output=True)
-            read_fd, write_fd = os.pipe()
-            # --pdeathsig: Xvfb dies with the server thread that started it, even on SIGKILL.
-            proc = subprocess.Popen(
-                ["setpriv", "--pdeathsig", "KILL", "--", "Xvfb", f":{number}", "-screen", "0", f"{width}x{height}x24",
-                 "-nolisten", "tcp", "-noreset", "-auth", str(auth), "-displayfd", str(write_fd),
-                 "+extension", "MIT-SHM"],
-                pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=open(sandbox.log_dir / "xvfb.log", "ab"), start_new_session=True,
-            )
-            os.close(write_fd)
-            ready = _read_ready(read_fd, proc, timeout)
-            os.close(read_fd)
-            if ready:
-                server = cls(number, proc, fd, auth)
-                users = ["root" if os.geteuid() == 0 else _username(os.geteuid())]
-                if sandbox.name not in users:
-                    users.append(sandbox.name)
-                subprocess.run(["xhost", *[f"+si:localuser:{u}" for u in users]], check=True, capture_output=True,
-                               env={"DISPLAY": server.name, "XAUTHORITY": str(auth), "PATH": "/usr/bin:/bin"})
-                return server
-            proc.kill()
-            proc.wait()
+            proc, auth = _launch(number, width, height, sandbox, timeout)
+            if proc is not None:
+                return cls(number, proc, fd, auth)
             os.close(fd)
             last_error = f"Xvfb :{number} failed to start (see {sandbox.log_dir / 'xvfb.log'})"
         raise RuntimeError(last_error)
+
+    def restart(self, width: int, height: int, sandbox: Sandbox, timeout: float = 15.0) -> None:
+        """A fresh X server on the same display number (the old one must be dead or is killed here)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        _remove_stale(self.number)
+        proc, self.auth_file = _launch(self.number, width, height, sandbox, timeout)
+        if proc is None:
+            raise RuntimeError(f"Xvfb :{self.number} failed to restart (see {sandbox.log_dir / 'xvfb.log'})")
+        self.proc = proc
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -99,6 +90,36 @@ class XServer:
             return xdisplay.Display(self.name)
         except DisplayError as err:
             raise RuntimeError(f"cannot connect to Xvfb {self.name}: {err}") from err
+
+
+def _launch(number: int, width: int, height: int, sandbox: Sandbox,
+            timeout: float) -> tuple[subprocess.Popen | None, Path]:
+    """Start Xvfb on ``:number`` in the session's group with a new cookie; the process once it is ready (and
+    the server's and session's users allowed in), else None."""
+    auth = sandbox.log_dir / "xauth"
+    auth.unlink(missing_ok=True)
+    cookie = secrets.token_hex(16)
+    subprocess.run(["xauth", "-f", str(auth), "add", f":{number}", ".", cookie], check=True, capture_output=True)
+    read_fd, write_fd = os.pipe()
+    # --pdeathsig: Xvfb dies with the server thread that started it, even on SIGKILL.
+    argv = ["setpriv", "--pdeathsig", "KILL", "--", "Xvfb", f":{number}", "-screen", "0", f"{width}x{height}x24",
+            "-nolisten", "tcp", "-noreset", "-auth", str(auth), "-displayfd", str(write_fd), "+extension", "MIT-SHM"]
+    with open(sandbox.log_dir / "xvfb.log", "ab") as log:
+        proc = subprocess.Popen(sandbox.contain(argv), pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    os.close(write_fd)
+    ready = _read_ready(read_fd, proc, timeout)
+    os.close(read_fd)
+    if not ready:
+        proc.kill()
+        proc.wait()
+        return None, auth
+    users = ["root" if os.geteuid() == 0 else _username(os.geteuid())]
+    if sandbox.name not in users:
+        users.append(sandbox.name)
+    subprocess.run(["xhost", *[f"+si:localuser:{u}" for u in users]], check=True, capture_output=True,
+                   env={"DISPLAY": f":{number}", "XAUTHORITY": str(auth), "PATH": "/usr/bin:/bin"})
+    return proc, auth
 
 
 def _in_use(number: int) -> bool:

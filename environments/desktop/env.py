@@ -1,5 +1,10 @@
 """DesktopEnvironment: one session's own X display, window manager, apps and sandboxed user.
 
+Every episode starts in a fresh world: reset kills every process of the session at once (its control
+group), ends the episode's namespaces, empties everything the session could write, and starts a new X
+server, namespaces and window manager before the task's setup runs. A session that goes over its memory or
+process limit has its episode ended as the agent's failure (:class:`~mintgym.env.episode.AgentFault`).
+
 Input goes through XTEST on a per-session python-xlib connection; screenshots come from the X
 server's memory through mss (MIT-SHM). All X calls of a session run on one dedicated thread, so a hung
 X server blocks neither the event loop nor the other sessions; a call that does not return in
@@ -21,11 +26,12 @@ import numpy as np
 
 from mintgym.action_spaces import ActionModel, Click, Drag, InvalidAction, Key, Move, Scroll, Type, Wait
 from mintgym.env.core import Environment, Task
+from mintgym.env.episode import AgentFault
 from mintgym.environments.desktop import accessibility
 from mintgym.environments.desktop.devtools import DevToolsBridge
 from mintgym.environments.desktop.display import XServer, wait_for_wm
 from mintgym.environments.desktop.namespace import SessionNamespace, hidden_dirs
-from mintgym.environments.desktop.sandbox import CommandResult, Sandbox
+from mintgym.environments.desktop.sandbox import CommandResult, Sandbox, SessionLimits
 from mintgym.environments.desktop.template import DUMP_SCRIPT, TERMINAL_LOGS, build_template, write_session_bin
 from mintgym.environments.desktop.xinput import UntypableText, XInput
 from mintgym import grounding
@@ -43,12 +49,17 @@ class DesktopEnvironment(Environment):
     domain: ClassVar[str] = "desktop"
 
     def __init__(self, width: int = 1280, height: int = 720, x_timeout: float = 10.0,
-                 template: Path | None = None, egress: bool = False, accessibility: bool = False):
+                 template: Path | None = None, egress: bool = False, accessibility: bool = False,
+                 memory_mb: int = SessionLimits.memory_mb, processes: int = SessionLimits.processes,
+                 cpus: float = SessionLimits.cpus, disk_mb: int = SessionLimits.disk_mb):
         if not (64 <= int(width) <= 7680 and 64 <= int(height) <= 4320):
             raise ValueError(f"desktop size {width}x{height} is out of range (64..7680 x 64..4320)")
         self._size = (int(width), int(height))
         self.x_timeout = float(x_timeout)
         self.egress = bool(egress)
+        self.limits = SessionLimits(int(memory_mb), int(processes), float(cpus), int(disk_mb))
+        #: The session's limit counters when this episode started (a rise ends the episode).
+        self._limit_base: dict[str, int] = {}
         #: Run the session's AT-SPI bus from the start of every episode (see :mod:`.accessibility`).
         self.accessibility = bool(accessibility)
         #: The id of the task the session was last set up for (a task's setup sets it; caches key on it).
@@ -62,6 +73,8 @@ class DesktopEnvironment(Environment):
         self._mss = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._crashed: str | None = None
+        #: An X call never returned: the session's X thread is stuck, so even a reset cannot help.
+        self._hung = False
         self._closed = False
         self.last_reset_seconds: float | None = None
         self._lock = threading.Lock()
@@ -97,7 +110,8 @@ class DesktopEnvironment(Environment):
         box = self.sandbox
         isolation = "process" if not (box and box.privileged) else "user+namespaces" if box.namespace else "user"
         return {"isolation": isolation, "display": getattr(self.xserver, "name", None),
-                "user": box.name if box else None, "screen_size": list(self._size)}
+                "user": box.name if box else None, "screen_size": list(self._size),
+                "containment": box.containment if box else None}
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -110,52 +124,65 @@ class DesktopEnvironment(Environment):
             raise
 
     def _start_sync(self) -> None:
-        template = self._template or build_template()
-        self._template = template
-        self.sandbox = Sandbox.acquire()
+        self._template = self._template or build_template()
+        self.sandbox = Sandbox.acquire(self.limits)
         write_session_bin(self.sandbox.root / "bin")
-        self.sandbox.restore_home(template)
-        self.xserver = XServer.start(*self._size, sandbox=self.sandbox)
-        if self.sandbox.privileged:
-            self.sandbox.namespace = SessionNamespace.start(self.sandbox.root, self.xserver.number,
-                                                            hide=hidden_dirs((str(template.parent),)),
-                                                            egress=self.egress)
+        self._begin_world()
+
+    def _begin_world(self) -> None:
+        """A fresh world for the next episode: the home template, an X server, namespaces and the WM."""
+        box = self._box()
+        box.fresh_world(self._template)
+        if self.xserver is None:
+            self.xserver = XServer.start(*self._size, sandbox=box)
+        else:
+            self.xserver.restart(*self._size, sandbox=box)
+        if box.privileged:
+            box.namespace = SessionNamespace.start(box.root, box.rw, self.xserver.number,
+                                                   hide=hidden_dirs((str(self._template.parent),)),
+                                                   home_link=(OSWORLD_HOME, str(box.home)), egress=self.egress)
         elif self.egress:
             raise RuntimeError("egress needs the session's own network namespace (run the server as root)")
-        if self.accessibility:
-            accessibility.start_bus(self.sandbox, self.xserver.name)
+        accessibility.stop_bus(box)
+        if self.accessibility or "a11y" in self.requested_channels:
+            accessibility.start_bus(box, self.xserver.name)
         self._xlib = self.xserver.connect()
         self._input = XInput(self._xlib)
         import mss
 
         self._mss = mss.MSS(display=self.xserver.name)
-        self._start_wm()
-
-    def _start_wm(self) -> None:
-        box = self._box()
-        root = self._xlib.screen().root
-        # AT_SPI_BUS: the last episode's accessibility bus address (dead now; apps would try it first)
-        for name in ("_NET_SUPPORTING_WM_CHECK", "RESOURCE_MANAGER", "_NET_ACTIVE_WINDOW", "AT_SPI_BUS"):
-            root.delete_property(self._xlib.intern_atom(name))
-        self._xlib.sync()
         self.wm = box.spawn(["openbox", "--sm-disable"], self.display_name, log_name="openbox")
         wait_for_wm(self._xlib, self.wm)
         self._input.move(self._size[0] // 2, self._size[1] // 2)
+        self._limit_base = box.limit_hits()
+
+    def _end_world(self) -> None:
+        """Kill every process of the session (its X server included) and end the episode's namespaces."""
+        for closer in (getattr(self._mss, "close", None), getattr(self._xlib, "close", None)):
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:  # noqa: BLE001 -- the X server may be gone already; ending must not fail
+                    pass
+        self._mss = self._xlib = self._input = None
+        box = self._box()
+        box.kill_all()
+        if box.namespace is not None:
+            box.namespace.stop(wait=False)  # its processes are dead already
+            box.namespace = None
 
     async def reset(self, task: Task, seed: int | None) -> None:
-        """Kill every process of the session, lay the home template down again, restart the WM."""
+        """End every process and the namespaces of the last episode, then start a fresh world."""
+        if self._closed or self._hung:
+            raise EnvironmentCrashed(f"desktop session crashed: {self._crashed or 'closed'}")
         started = time.perf_counter()
-        await self._call(self._reset_sync)
+        await self._call(self._reset_sync, check_alive=False)
+        self._crashed = None
         self.last_reset_seconds = time.perf_counter() - started
 
     def _reset_sync(self) -> None:
-        box = self._box()
-        box.kill_all()
-        box.restore_home(self._template)
-        accessibility.stop_bus(box)
-        if self.accessibility or "a11y" in self.requested_channels:
-            accessibility.start_bus(box, self.display_name)
-        self._start_wm()
+        self._end_world()
+        self._begin_world()
 
     async def close(self) -> None:
         if self._closed:
@@ -185,7 +212,7 @@ class DesktopEnvironment(Environment):
             if closer is not None and not force:
                 try:
                     closer()
-                except Exception:  # the X server may already be gone; closing must not fail
+                except Exception:  # noqa: BLE001 -- the X server may already be gone; closing must not fail
                     pass
         self._mss = self._xlib = self._input = None
         if self.xserver is not None:
@@ -205,11 +232,38 @@ class DesktopEnvironment(Environment):
 
     # -- actions and pixels ----------------------------------------------------------------------
     async def execute(self, action: ActionModel) -> None:
-        if isinstance(action, Wait):
-            await self._ensure_alive()
-            await asyncio.sleep(action.seconds)
+        try:
+            if isinstance(action, Wait):
+                await self._ensure_alive()
+                await asyncio.sleep(action.seconds)
+            else:
+                await self._call(self._execute_sync, action)
+        except EnvironmentCrashed:
+            self._raise_if_over_limits()
+            raise
+        self._raise_if_over_limits()
+
+    def _raise_if_over_limits(self) -> None:
+        """End the episode as the agent's failure once the session went over its memory or process limit."""
+        box = self.sandbox
+        if box is None or not self._limit_base:
             return
-        await self._call(self._execute_sync, action)
+        hits = box.limit_hits()
+        if hits["oom_kills"] > self._limit_base.get("oom_kills", 0):
+            reason = f"memory limit of {self.limits.memory_mb} MiB (the kernel killed a process of it)"
+        elif hits["refused_forks"] > self._limit_base.get("refused_forks", 0):
+            reason = f"limit of {self.limits.processes} processes (a fork was refused)"
+        else:
+            return
+        self._limit_base = {}
+        # Nothing of the episode runs on (a fork bomb would spin until the next reset); the X server stays,
+        # so the episode's last frame can still be taken.
+        x_pid = self.xserver.proc.pid if self.xserver is not None and self.xserver.alive() else None
+        try:
+            box.kill_all(spare=(x_pid,) if x_pid else ())
+        except RuntimeError:
+            pass
+        raise AgentFault(f"the session went over its {reason}; its processes were ended")
 
     def _execute_sync(self, action: ActionModel) -> None:
         inp = self._input
@@ -223,7 +277,7 @@ class DesktopEnvironment(Environment):
             inp.scroll(action.x, action.y, action.dx, action.dy)
         elif isinstance(action, Type):
             try:
-                inp.type_text(action.text)
+                inp.type_text(action.text, budget_seconds=self.x_timeout)  # longer: refused, nothing typed
             except UntypableText as err:
                 raise InvalidAction(str(err)) from None
         elif isinstance(action, Key):
@@ -419,13 +473,15 @@ class DesktopEnvironment(Environment):
         if not await self.alive():
             raise EnvironmentCrashed(f"desktop session crashed: {self._crashed or 'closed'}")
 
-    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
-        await self._ensure_alive()
+    async def _call(self, fn: Callable[..., T], *args: Any, check_alive: bool = True) -> T:
+        if check_alive:
+            await self._ensure_alive()
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, fn, *args)
         try:
             return await asyncio.wait_for(future, self.x_timeout if fn is not self._reset_sync else 60)
         except asyncio.TimeoutError:
+            self._hung = True
             self._crashed = f"X call {fn.__name__} did not return within {self.x_timeout:g} s"
             raise EnvironmentCrashed(f"desktop session crashed: {self._crashed}") from None
         except (ConnectionError, OSError) as err:

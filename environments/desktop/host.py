@@ -6,9 +6,12 @@ import shutil
 import weakref
 from typing import Any, ClassVar
 
-from mintgym.env.core import EnvironmentHost
+from mintgym.environments.desktop import namespace
 from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.environments.desktop.options import DesktopOptions
+from mintgym.environments.isolation import cgroups
+
+from mintgym.env.core import EnvironmentHost
 
 REQUIRED_BINARIES = ("Xvfb", "openbox", "xterm", "xauth", "xhost")
 APPS = {"terminal": "xterm", "editor": "mousepad", "calc": "localc", "writer": "lowriter", "viewer": "feh",
@@ -46,5 +49,11 @@ class DesktopHost(EnvironmentHost):
         return all(shutil.which(b) for b in REQUIRED_BINARIES)
 
     def describe(self) -> dict[str, Any]:
+        namespaces = namespace.available()
+        limits = cgroups.probe()[0]
         return {"apps": {name: bool(shutil.which(binary)) for name, binary in APPS.items()},
-                "isolation": "one X display and one unprivileged user per session"}
+                "isolation": "one X display and one unprivileged user per session; "
+                             + (f"no namespaces ({namespaces})" if namespaces else
+                                "per episode its own network, IPC, mount and PID namespaces and an allow-list root"),
+                "limits": f"not enforced: {limits}" if limits else
+                          "memory_mb, processes and cpus enforced by the session's control group; disk_mb by its tmpfs"}

@@ -1,21 +1,22 @@
-"""A desktop session's own network, mount and PID namespaces, and how processes enter them.
+"""A desktop episode's own network, IPC, mount and PID namespaces, and how processes enter them.
 
 Why: the agent types into a real shell. Without this, that shell shares the host's loopback with the
-env server (it could call ``/v1/sessions``), sees the project's code and task data, other sessions'
-directories and the docker socket, and its processes outlive a killed server. With it, everything the
+env server (it could call ``/v1/sessions``), its SysV IPC, ``/dev/shm`` and ``/var/tmp`` with every other
+session, sees the host's files, and its processes outlive a killed server. With it, everything the
 session runs (the window manager, apps, a task's config commands) sees
 
 * a network with only its own loopback (what the task itself serves there, e.g. a browser's DevTools
   port, is reached by the server through :meth:`SessionNamespace.connect`);
-* a private ``/tmp`` holding its own X socket and directory, and empty folders where the project, the
-  data and the other sessions are (see ``session_init.py``);
-* its own PID namespace, whose init is :mod:`session_init`: when the server ends the session or dies,
+* an IPC namespace of its own (no other session's shared memory, semaphores or queues);
+* a root built from an allow list (see ``session_init.py``): the system's folders read-only, its own
+  directory, and ``/tmp``, ``/var/tmp`` and ``/dev/shm`` on its own size-capped tmpfs;
+* its own PID namespace, whose init is :mod:`session_init`: when the server ends the episode or dies,
   init exits and the kernel kills every process left in it.
 
-Processes enter with ``nsenter`` and drop to the session user with ``setpriv`` (both util-linux), so
-starting one needs no ``preexec_fn`` and no user switch by the event loop (uvloop cannot do one).
-Needs root (or CAP_SYS_ADMIN); without it :func:`available` says why and sessions fall back to the
-user-only sandbox.
+A namespace lives for one episode: reset stops it and starts a fresh one. Processes enter with
+``nsenter`` and drop to the session user with ``setpriv`` (both util-linux), so starting one needs no
+``preexec_fn`` and no user switch by the event loop (uvloop cannot do one). Needs root (or
+CAP_SYS_ADMIN); without it :func:`available` says why and sessions fall back to the user-only sandbox.
 """
 
 from __future__ import annotations
@@ -36,13 +37,7 @@ import psutil
 
 INIT_SCRIPT = Path(__file__).with_name("session_init.py")
 TOOLS = ("unshare", "nsenter", "setpriv")
-#: System folders replaced by an empty one in the session: the host's run-time state (daemons' sockets, pid
-#: files, the docker daemon's and other servers' folders). The session keeps its own XDG_RUNTIME_DIR.
-EMPTIED = ("/run",)
-#: Sockets of the container runtime a session must never reach (where they live outside /run).
-CONTROL_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/mintgym-docker.sock",
-                   "/run/containerd/containerd.sock")
-#: Folders never hidden, whatever the project's location: the session needs the system to run apps.
+#: Folders never covered, whatever the project's location: the session needs the system to run apps.
 SYSTEM_DIRS = {Path(p) for p in ("/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/var", "/opt",
                                  "/home", "/root", "/tmp", "/run", "/dev", "/proc", "/sys", "/srv", "/mnt")}
 CLONE_NEWNET = 0x40000000
@@ -66,7 +61,9 @@ def egress_unavailable() -> str | None:
 
 
 def hidden_dirs(extra: tuple[str, ...] = ()) -> list[str]:
-    """Folders a session must not see: this project's code, its Python environment, task data."""
+    """Folders a session must not see: this project's code, its Python environment, task data. The allow
+    list already leaves them out wherever they are; these are covered too should one lie inside an allowed
+    system folder (a checkout under ``/usr/local``)."""
     import mintgym
 
     project = Path(mintgym.__file__).resolve().parent.parent
@@ -91,21 +88,23 @@ class SessionNamespace:
         self._egress: subprocess.Popen | None = None
 
     @classmethod
-    def start(cls, root: Path, display: int, *, hide: list[str], tmp_size: str = "1g", egress: bool = False,
-              timeout: float = 15.0) -> "SessionNamespace":
-        """Create the namespaces for a session whose directory is ``root`` and display ``:display``;
-        with ``egress`` the session also gets a way out to the internet (:meth:`start_egress`)."""
+    def start(cls, root: Path, rw: Path, display: int, *, hide: list[str], home_link: tuple[str, str] | None = None,
+              egress: bool = False, timeout: float = 15.0) -> SessionNamespace:
+        """Create the namespaces for a session whose directory is ``root``, writable tmpfs ``rw`` and display
+        ``:display``; with ``egress`` the session also gets a way out to the internet (:meth:`start_egress`)."""
         reason = available() or (egress_unavailable() if egress else None)
         if reason:
             raise RuntimeError(f"session namespaces are unavailable: {reason}")
+        newroot = root / ".sysroot"
+        newroot.mkdir(mode=0o700, exist_ok=True)
         argv = ["setpriv", "--pdeathsig", "KILL", "--",
-                "unshare", "--pid", "--fork", "--kill-child", "--net", "--mount", "--propagation", "private",
+                "unshare", "--pid", "--fork", "--kill-child", "--net", "--ipc", "--mount", "--propagation", "private",
                 "--mount-proc", "--", sys.executable, "-I", "-S", str(INIT_SCRIPT),
-                "--root", str(root), "--display", str(display), "--tmp-size", tmp_size]
-        for path in (*EMPTIED, *hide):
+                "--root", str(root), "--rw", str(rw), "--newroot", str(newroot), "--display", str(display)]
+        for path in hide:
             argv += ["--hide", path]
-        for path in CONTROL_SOCKETS:
-            argv += ["--mask", path]
+        if home_link:
+            argv += ["--home-link", *home_link]
         if egress:
             resolv = root / ".resolv.conf"
             resolv.write_text(f"nameserver {SLIRP_DNS}\n")
@@ -154,10 +153,11 @@ class SessionNamespace:
         return self._proc.poll() is None
 
     def command(self, argv: list[str], *, uid: int, gid: int, cwd: Path) -> list[str]:
-        """``argv`` run inside the namespaces as ``uid``:``gid`` with no supplementary groups or capabilities."""
-        return ["nsenter", f"--target={self.init_pid}", "--net", "--mount", "--pid", f"--wd={cwd}", "--",
+        """``argv`` run inside the namespaces as ``uid``:``gid`` with no supplementary groups or capabilities,
+        in folder ``cwd`` (entered inside the session's root: a folder opened outside it has no path there)."""
+        return ["nsenter", f"--target={self.init_pid}", "--net", "--ipc", "--mount", "--pid", "--wd", "--",
                 "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all", "--",
-                *argv]
+                "env", f"--chdir={cwd}", "--", *argv]
 
     def connect(self, port: int, host: str = "127.0.0.1", timeout: float = 5.0) -> socket.socket:
         """A TCP connection from the server to ``host:port`` on the session's own loopback.
@@ -185,13 +185,19 @@ class SessionNamespace:
                                   f"{result.get('error', 'timed out')}")
         return result["sock"]  # type: ignore[return-value]
 
-    def stop(self) -> None:
-        """End init, and with it every process of the session's PID namespace (and the egress)."""
+    def stop(self, wait: bool = True) -> None:
+        """End init, and with it every process of the session's PID namespace (and the egress).
+
+        ``wait=False`` returns at once and lets a thread reap the namespace: for a reset, whose processes are
+        dead already (the kernel's teardown of a PID namespace sometimes takes over a second)."""
         if self._egress is not None:
             self._egress.kill()
             self._egress.wait()
             self._egress = None
-        _stop(self._proc)
+        if wait:
+            _stop(self._proc)
+        else:
+            threading.Thread(target=_stop, args=(self._proc,), name="namespace-stop", daemon=True).start()
 
 
 def _read_line(proc: subprocess.Popen, timeout: float) -> str:

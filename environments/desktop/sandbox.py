@@ -1,14 +1,18 @@
-"""Per-session sandbox: a dedicated unprivileged user, its directory, and every process it runs.
+"""Per-session sandbox: a dedicated unprivileged user, its directory, its limits and every process it runs.
 
 Running as root, each session takes one of a fixed pool of system users (``mgdesk0``...), locked with
 ``flock`` so that concurrent servers never share one; everything the session starts -- the window
-manager, the apps, a task's config commands -- runs as that user with HOME in the session directory,
-inside the session's own network, mount and PID namespaces (:mod:`.namespace`), and a reset kills every
-process of that uid. The server reads and writes the session's files only through
-:meth:`Sandbox.read_bytes` / :meth:`Sandbox.write_bytes`, which never follow a link the agent made.
-Not running as root (e.g. a container's non-root user), the sandbox degrades to the server's own user
-and tracks its processes by a per-session environment marker; the container is then the isolation
-boundary.
+manager, the apps, a task's config commands, and its X server -- runs in the session's control group
+(:mod:`mintgym.environments.isolation.cgroups`: memory, processes and CPU capped, and killed at once by
+``cgroup.kill``), and all but the X server as that user inside the episode's own namespaces
+(:mod:`.namespace`). Everything the session can write (home, ``/tmp``, ``/var/tmp``, ``/dev/shm`` and its
+run-time folder) lies on one size-capped tmpfs, the session's disk quota, laid down afresh each episode.
+The server reads and writes the session's files only through :meth:`Sandbox.read_bytes` /
+:meth:`Sandbox.write_bytes`, which never follow a link the agent made.
+
+Not running as root (e.g. a container's non-root user), the sandbox degrades to the server's own user,
+tracks its processes by a per-session environment marker and enforces no limits; the container is then the
+isolation boundary and :attr:`Sandbox.containment` says so.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
-
 from mintgym.environments.desktop.namespace import SessionNamespace
+from mintgym.environments.isolation import cgroups, mounts
 
 USER_PREFIX = "mgdesk"
 MAX_USERS = 128
 MARKER = "MINTGYM_DESKTOP_SESSION"
+#: The writable folders on the session's tmpfs, with their modes ("user" ones belong to the session user).
+WRITABLE = {"tmp": 0o1777, "var-tmp": 0o1777, "shm": 0o1777, "run": 0o700}
 
 
 def base_dir() -> Path:
@@ -51,6 +57,23 @@ def base_dir() -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class SessionLimits:
+    """What one desktop session may use (every process of it together, its X server included)."""
+
+    #: Memory in MiB: processes, shared memory and the files on the session's tmpfs.
+    memory_mb: int = 4096
+    #: Processes and threads.
+    processes: int = 1024
+    #: CPU time per second, in cores.
+    cpus: float = 1.0
+    #: Size of everything the session can write (home, /tmp, /var/tmp, /dev/shm), in MiB.
+    disk_mb: int = 1024
+
+    def cgroup_limits(self) -> cgroups.Limits:
+        return cgroups.Limits(self.memory_mb * 2**20, self.processes, self.cpus)
+
+
 @dataclass
 class CommandResult:
     argv: list[str] | str
@@ -61,15 +84,19 @@ class CommandResult:
 
 @dataclass
 class Sandbox:
-    """The user, directories and processes of one desktop session."""
+    """The user, directories, limits and processes of one desktop session."""
 
     name: str
     uid: int
     gid: int
     root: Path
+    limits: SessionLimits = field(default_factory=SessionLimits)
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     extra_env: dict[str, str] = field(default_factory=dict)
     namespace: SessionNamespace | None = None
+    cgroup: cgroups.Cgroup | None = None
+    #: Why the session's processes are not in a control group (limits not enforced), or "".
+    uncontained: str = ""
     _lock_fd: int | None = None
 
     @property
@@ -77,31 +104,46 @@ class Sandbox:
         return os.geteuid() == 0
 
     @property
+    def rw(self) -> Path:
+        """The session's writable tmpfs (everything it can write lies here)."""
+        return self.root / "rw"
+
+    @property
     def home(self) -> Path:
-        return self.root / "home"
+        return self.rw / "home"
 
     @property
     def tmp(self) -> Path:
-        return self.root / "tmp"
+        """The session's /tmp, as the server sees it."""
+        return self.rw / "tmp"
 
     @property
     def run_dir(self) -> Path:
-        return self.root / "run"
+        return self.rw / "run"
 
     @property
     def log_dir(self) -> Path:
         return self.root / "logs"
 
+    @property
+    def containment(self) -> dict:
+        """How this session is contained and bounded (for the server's spec and the session's description)."""
+        return {"cgroup": self.cgroup.name if self.cgroup else None,
+                "limits": {"memory_mb": self.limits.memory_mb, "processes": self.limits.processes,
+                           "cpus": self.limits.cpus, "disk_mb": self.limits.disk_mb},
+                "enforced": self.cgroup is not None, "reason": self.uncontained or None}
+
     # -- lifecycle -------------------------------------------------------------------------------
     @classmethod
-    def acquire(cls) -> "Sandbox":
-        """Lock a free session user (creating it when needed) and lay out its directory."""
+    def acquire(cls, limits: SessionLimits | None = None) -> Sandbox:
+        """Lock a free session user (creating it when needed), lay out its directory, make its group."""
+        limits = limits or SessionLimits()
         base = base_dir()
         if os.geteuid() != 0:
-            token = uuid.uuid4().hex[:8]
-            root = base / f"s-{token}"
+            root = base / f"s-{uuid.uuid4().hex[:8]}"
             root.mkdir(mode=0o700)
-            box = cls(name=pwd.getpwuid(os.geteuid()).pw_name, uid=os.geteuid(), gid=os.getegid(), root=root)
+            box = cls(name=pwd.getpwuid(os.geteuid()).pw_name, uid=os.geteuid(), gid=os.getegid(), root=root,
+                      limits=limits, uncontained="not running as root: the container is the boundary")
             box._layout()
             return box
         for i in range(MAX_USERS):
@@ -113,60 +155,92 @@ class Sandbox:
                 os.close(fd)
                 continue
             root = base / name
-            uid, gid = _ensure_user(name, root / "home")
-            box = cls(name=name, uid=uid, gid=gid, root=root, _lock_fd=fd)
-            box.kill_all()  # leftovers of a crashed server that held this user before
-            box._layout()
+            uid, gid = _ensure_user(name, root / "rw" / "home")
+            box = cls(name=name, uid=uid, gid=gid, root=root, limits=limits, _lock_fd=fd)
+            try:
+                box._kill_leftovers()  # a crashed server that held this user before
+                box._layout()
+                box._make_cgroup()
+            except BaseException:
+                box.release()
+                raise
             return box
         raise RuntimeError(f"all {MAX_USERS} desktop session users are in use")
+
+    def _kill_leftovers(self) -> None:
+        for proc in self._scan():
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        mounts.unmount_all(self.root)
 
     def _layout(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o755)
-        for sub in (self.tmp, self.run_dir):
-            shutil.rmtree(sub, ignore_errors=True)
-            sub.mkdir(mode=0o700)
-            self._chown(sub)
+        for stale in ("home", "tmp", "run", ".X11-socket"):  # the layout before the session's tmpfs
+            path = self.root / stale
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        self.rw.mkdir(exist_ok=True)
+        if self.privileged:
+            mounts.mount_tmpfs(self.rw, self.limits.disk_mb, None, family="desktop", inodes=262144, mode=0o755,
+                               noexec=False)
         shutil.rmtree(self.log_dir, ignore_errors=True)  # a previous session's logs
         self.log_dir.mkdir()
         os.chmod(self.log_dir, 0o700)  # server-side logs: the session user cannot forge them
 
+    def _make_cgroup(self) -> None:
+        reason = cgroups.probe()[0]
+        if reason:
+            self.uncontained = f"no control group for the session ({reason}): its limits are not enforced"
+            return
+        cgroups.sweep_stale("desktop")
+        self.cgroup = cgroups.Cgroup.create("desktop", self.limits.cgroup_limits())
+
     def release(self) -> None:
-        self.kill_all()
+        try:
+            self.kill_all()
+        except RuntimeError:
+            pass
         if self.namespace is not None:
             self.namespace.stop()
             self.namespace = None
-        shutil.rmtree(self.root if not self.privileged else self.tmp, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         if self.privileged:
-            shutil.rmtree(self.home, ignore_errors=True)
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+            mounts.unmount_all(self.root)
+            shutil.rmtree(self.rw, ignore_errors=True)
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def restore_home(self, template: Path) -> None:
-        """Replace the home directory with a fresh copy of ``template`` owned by the session user."""
+    def fresh_world(self, template: Path) -> None:
+        """Empty everything the session can write and lay the home template down again (no process of the
+        session may run: call after :meth:`kill_all` and with the episode's namespace stopped)."""
         for log in self.log_dir.glob("*.log"):
             if log.stat().st_size > 8 * 2**20:  # app output of earlier episodes: keep it bounded
                 log.write_bytes(b"")
         shutil.rmtree(self.log_dir / "fetched", ignore_errors=True)  # files copied out for the last scoring
-        if self.home.exists():
-            shutil.rmtree(self.home)
+        with os.scandir(self.rw) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
         shutil.copytree(template, self.home, symlinks=True)
         os.chmod(self.home, 0o700)
-        for sub in (self.tmp, self.run_dir):
-            shutil.rmtree(sub, ignore_errors=True)
-            sub.mkdir(mode=0o700)
+        for name, mode in WRITABLE.items():
+            (self.rw / name).mkdir()
+            os.chmod(self.rw / name, mode)
         if self.privileged:
-            for top in (self.home, self.tmp, self.run_dir):
-                for dirpath, _dirnames, filenames in os.walk(top):
-                    os.lchown(dirpath, self.uid, self.gid)
-                    for name in filenames:
-                        os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
-
-    def _chown(self, path: Path) -> None:
-        if self.privileged:
-            os.chown(path, self.uid, self.gid)
+            os.chown(self.run_dir, self.uid, self.gid)
+            for dirpath, _dirnames, filenames in os.walk(self.home):
+                os.lchown(dirpath, self.uid, self.gid)
+                for name in filenames:
+                    os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
 
     # -- processes -------------------------------------------------------------------------------
     def env(self, display: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -174,7 +248,8 @@ class Sandbox:
         env = {
             "HOME": str(self.home), "USER": self.name, "LOGNAME": self.name, "SHELL": "/bin/bash",
             "PATH": f"{self.root / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-            "TMPDIR": str(self.tmp), "XDG_RUNTIME_DIR": str(self.run_dir), "LANG": "C.UTF-8",
+            "TMPDIR": "/tmp" if self.namespace is not None else str(self.tmp),
+            "XDG_RUNTIME_DIR": str(self.run_dir), "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8", "GSETTINGS_BACKEND": "keyfile", "NO_AT_BRIDGE": "1",
             "TERM": "xterm", MARKER: self.token,
         }
@@ -184,15 +259,19 @@ class Sandbox:
         env.update(extra or {})
         return {key: value for key, value in env.items() if value is not None}  # None unsets a variable
 
+    def contain(self, argv: list[str]) -> list[str]:
+        """``argv`` started inside the session's control group (unchanged when it has none)."""
+        return self.cgroup.join_command(argv) if self.cgroup is not None else argv
+
     def _command(self, argv: list[str]) -> tuple[list[str], dict]:
-        """The command line and Popen options that run ``argv`` as the session user, in its namespaces."""
+        """The command line and Popen options that run ``argv`` as the session user, in its namespaces and group."""
         kwargs: dict = {"cwd": str(self.home), "start_new_session": True, "close_fds": True}
         if not self.privileged:
             return argv, kwargs
         if self.namespace is None:
             raise RuntimeError(f"session {self.name}: its namespaces are not started")
         kwargs["umask"] = 0o077
-        return self.namespace.command(argv, uid=self.uid, gid=self.gid, cwd=self.home), kwargs
+        return self.contain(self.namespace.command(argv, uid=self.uid, gid=self.gid, cwd=self.home)), kwargs
 
     def spawn(self, argv: list[str] | str, display: str | None, *, shell: bool = False,
               extra_env: dict[str, str] | None = None, log_name: str = "app") -> subprocess.Popen:
@@ -344,57 +423,71 @@ class Sandbox:
             os.close(fd)
 
     def processes(self) -> list[psutil.Process]:
-        """Every live process of this session: by uid when privileged, by marker otherwise (zombies are
-        dead already and left out: their parent or the namespace's init reaps them)."""
+        """Every live process the session user runs: its control group's members of that user (not the X
+        server or the server's ``nsenter`` wrappers), else by uid when privileged, else by marker (zombies
+        are dead already and left out: their parent or the namespace's init reaps them)."""
+        if self.cgroup is not None:
+            found = []
+            for pid in self.cgroup.pids():
+                try:
+                    proc = psutil.Process(pid)
+                    if proc.status() != psutil.STATUS_ZOMBIE and proc.uids().real == self.uid:
+                        found.append(proc)
+                except psutil.Error:
+                    continue
+            return found
+        return self._scan()
+
+    def _scan(self) -> list[psutil.Process]:
         found = []
         me = os.getpid()
         for proc in psutil.process_iter(["uids", "pid", "status"]):
             try:
                 if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
                     continue
-                if self.privileged:
-                    if proc.info["uids"] and proc.info["uids"].real == self.uid:
-                        found.append(proc)
-                elif proc.info["uids"] and proc.info["uids"].real == self.uid:
-                    if proc.environ().get(MARKER) == self.token:
-                        found.append(proc)
+                if not proc.info["uids"] or proc.info["uids"].real != self.uid:
+                    continue
+                if self.privileged or proc.environ().get(MARKER) == self.token:
+                    found.append(proc)
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
         return found
 
-    def _wrappers(self, procs: list[psutil.Process]) -> list[psutil.Process]:
-        """The ``nsenter`` processes (root, outside the namespace) that started ``procs``: one whose child
-        stopped stops itself too, and would then never reap that child."""
-        found = []
-        for proc in procs:
-            try:
-                parent = proc.parent()
-                if parent is not None and parent.pid != os.getpid() and parent.name() == "nsenter":
-                    found.append(parent)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
-        return found
+    def kill_all(self, timeout: float = 5.0, spare: tuple[int, ...] = ()) -> int:
+        """Kill every process of the session (its X server included, unless in ``spare``) and wait until
+        none is left.
 
-    def kill_all(self, timeout: float = 5.0) -> int:
-        """SIGKILL every process of the session until none is left; returns how many were killed."""
-        killed = 0
+        With a control group and nothing spared this is ``cgroup.kill``: the kernel kills every member, one
+        forked meanwhile included. Otherwise processes are killed by scanning until two scans in a row find
+        none (the process cap keeps a fork bomb from outrunning them)."""
+        if self.cgroup is not None:
+            return self.cgroup.kill_and_wait(timeout, spare)
+        killed, empty_scans = 0, 0
         deadline = time.monotonic() + timeout
-        while True:
+        while empty_scans < 2:
             procs = self.processes()
-            if not procs:
-                return killed
-            for proc in self._wrappers(procs) + procs:
+            empty_scans = empty_scans + 1 if not procs else 0
+            for proc in procs:
+                if proc.pid in spare:
+                    continue
                 try:
                     proc.send_signal(signal.SIGKILL)
                     killed += 1
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     pass
-            psutil.wait_procs(procs, timeout=0.5)
+            psutil.wait_procs(procs, timeout=0.2)
             if time.monotonic() > deadline:
                 left = [p.pid for p in self.processes()]
                 if left:
                     raise RuntimeError(f"session {self.name}: processes {left} survive SIGKILL")
                 return killed
+        return killed
+
+    def limit_hits(self) -> dict[str, int]:
+        """How often the session hit its limits so far: processes the kernel killed for memory, forks refused."""
+        if self.cgroup is None:
+            return {"oom_kills": 0, "refused_forks": 0}
+        return {"oom_kills": self.cgroup.oom_kills(), "refused_forks": self.cgroup.process_limit_hits()}
 
 
 def _argv(argv: list[str] | str, shell: bool) -> list[str]:

@@ -31,6 +31,19 @@ BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL_STEP = 50
 #: Keymap changes one ``type`` may cost beyond the spare keycodes (each is re-read by every X client).
 MAX_REMAPS = 24
+#: Characters sent per X round trip when typing. python-xlib keeps unsent requests in one buffer that it
+#: copies on every partial write, so a long text sent unflushed costs quadratic time (30,000 characters:
+#: 25 s on Xvfb, against 1.5 s in chunks).
+TYPE_CHUNK = 256
+#: The slowest typing rate (characters per second) a step's time budget is planned for: Xvfb took in
+#: 20,000-70,000 a second in chunks, an xterm reading them included; the margin is for a loaded machine
+#: and the keymap changes (:data:`MAX_REMAPS`, 0.1 s each) one text may cost.
+TYPE_RATE_FLOOR = 1000
+
+
+def max_typed(budget_seconds: float) -> int:
+    """The longest text one ``type`` may ask for within ``budget_seconds``."""
+    return int(budget_seconds * TYPE_RATE_FLOOR)
 
 
 class UntypableText(ValueError):
@@ -129,18 +142,23 @@ class XInput:
                 xtest.fake_input(self.d, X.KeyRelease, keycode)
             self.d.sync()
 
-    def type_text(self, text: str) -> None:
+    def type_text(self, text: str, budget_seconds: float | None = None) -> None:
         """Type every character of ``text``; characters missing from the keymap use spare keycodes.
 
         Each such character beyond the spare keycodes costs a keymap change that every X client of the
-        display re-reads; a text needing more than :data:`MAX_REMAPS` of them is refused as an invalid
-        action before anything is typed (the agent's input, not a broken session)."""
+        display re-reads; a text needing more than :data:`MAX_REMAPS` of them, or longer than
+        :func:`max_typed` allows in ``budget_seconds`` (the step's time for this call; None: no limit), is
+        refused with :class:`UntypableText` before anything is typed (the agent's input, not a broken
+        session). The text is sent :data:`TYPE_CHUNK` characters per round trip."""
+        if budget_seconds is not None and len(text) > max_typed(budget_seconds):
+            raise UntypableText(f"type: the text has {len(text)} characters; at most {max_typed(budget_seconds)} "
+                                "can be typed in one action (split it over several)")
         missing = {k for k in map(char_keysym, text) if k not in self._mapped and not self._in_keymap(k)}
         remaps = len(missing) - max(0, len(self._spares) - len(self._mapped))
         if remaps > MAX_REMAPS:
             raise UntypableText(f"type: the text has {len(missing)} distinct characters outside the keyboard map; "
                                 f"at most {len(self._spares) + MAX_REMAPS} can be typed in one action")
-        for char in text:
+        for index, char in enumerate(text, 1):
             keysym = char_keysym(char)
             keycode, shifted = self._keycode_for(keysym)
             if shifted:
@@ -149,6 +167,8 @@ class XInput:
             xtest.fake_input(self.d, X.KeyRelease, keycode)
             if shifted:
                 xtest.fake_input(self.d, X.KeyRelease, self._shift_kc)
+            if index % TYPE_CHUNK == 0:
+                self.d.sync()
         self.d.sync()
 
     def _in_keymap(self, keysym: int) -> bool:

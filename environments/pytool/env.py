@@ -12,11 +12,12 @@ import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 from mintgym.action_spaces import ActionModel, InvalidAction, Python, Wait
-from mintgym.environments.pytool import canvas, mounts
+from mintgym.environments.isolation import mounts
+from mintgym.environments.pytool import canvas
 from mintgym.environments.pytool.sandbox import ExecResult, Sandbox, SandboxLimits
 from PIL import Image
 
@@ -65,8 +66,8 @@ class PytoolEnvironment(Environment):
         """A fresh worker and an empty working directory; the task's setup then lays its image."""
         reuse = self.sandbox.fresh and self.sandbox.alive()  # started and never ran code: already fresh
         if not reuse:
-            await self.sandbox.stop()
-        self._clear_dirs()
+            await self.sandbox.stop()  # kills the worker and every process of its group (cgroup.kill)
+        await asyncio.to_thread(self._clear_dirs)  # the agent may have left up to the tmpfs's inodes
         self.task_image = None
         self.ground_truth = None
         self.last_result = None
@@ -80,7 +81,9 @@ class PytoolEnvironment(Environment):
         if isinstance(action, Python):
             result = await self.sandbox.execute(action.code)
             self.last_result = result
-            shown = await asyncio.to_thread(self._load_shown)
+            shown, problem = await asyncio.to_thread(self._load_shown)
+            if problem is not None:  # the cell's own failure: the agent reads why, like a traceback
+                result.error = (result.error or "") + f"out.png was not shown: {problem}\n"
             self._canvas.code = action.code
             self._canvas.output = result.text()
             self._canvas.failed = not result.ok
@@ -118,9 +121,7 @@ class PytoolEnvironment(Environment):
         self._closed = True
         try:
             await self.sandbox.close()
-            for point in mounts.mounts_under(self.root):
-                mounts.unmount(point)
-            shutil.rmtree(self.root, ignore_errors=True)
+            await asyncio.to_thread(self._remove_dirs)
         finally:
             if self._on_close is not None:
                 self._on_close(self)
@@ -182,7 +183,12 @@ class PytoolEnvironment(Environment):
         if self.sandbox.uid is not None:
             os.chown(self.workdir, self.sandbox.uid, self.sandbox.uid)
         if self.sandbox.isolation.disk == "tmpfs":  # root: the working directory gets its quota
-            mounts.mount_tmpfs(self.workdir, self.sandbox.limits.disk_mb, self.sandbox.uid)
+            mounts.mount_tmpfs(self.workdir, self.sandbox.limits.disk_mb, self.sandbox.uid, family="pytool")
+
+    def _remove_dirs(self) -> None:
+        for point in mounts.mounts_under(self.root):
+            mounts.unmount(point)
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def _clear_dirs(self) -> None:
         """Empty the working and task folders in place (a running sandbox has them bind-mounted)."""
@@ -193,30 +199,57 @@ class PytoolEnvironment(Environment):
                 else:
                     os.unlink(entry.path)
 
-    def _load_shown(self) -> Image.Image | bool | None:
-        """out.png when the last cell (re)wrote it; False when it vanished; None when unchanged."""
+    def _load_shown(self) -> tuple[Image.Image | bool | None, str | None]:
+        """(image, problem) for out.png after a cell: the image when the cell (re)wrote it, False when it
+        vanished or cannot be shown, None when unchanged; ``problem`` says why an out.png the cell left
+        cannot be shown (a directory, FIFO or link, too big, not a PNG), None when nothing is wrong."""
+        dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                fd = os.open("out.png", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-            finally:
-                os.close(dir_fd)
-        except OSError:
+            return self._read_shown(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def _read_shown(self, dir_fd: int) -> tuple[Image.Image | bool | None, str | None]:
+        try:
+            info = os.stat("out.png", dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:  # no out.png: nothing to show (the last one was removed, or none was made)
             changed = self._shown_stamp is not None
             self._shown_stamp = None
-            return False if changed else None
+            return (False if changed else None), None
+        stamp = (info.st_ino, info.st_mtime_ns, info.st_size, info.st_mode)
+        if stamp == self._shown_stamp:
+            return None, None
+        self._shown_stamp = stamp
+        if not stat.S_ISREG(info.st_mode):
+            return False, f"it is {_file_kind(info.st_mode)}, not a regular file; save the image itself there"
+        if info.st_size > MAX_SHOWN_BYTES:
+            return False, f"it is {info.st_size} bytes, over the limit of {MAX_SHOWN_BYTES}"
+        try:  # no link followed, and no wait on what may have replaced the file since the look above
+            fd = os.open("out.png", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        except OSError as err:
+            return False, f"it could not be opened ({os.strerror(err.errno)})"
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or now.st_size > MAX_SHOWN_BYTES:
+            os.close(fd)
+            return False, "it was replaced while being read"
         with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            stamp = (info.st_mtime_ns, info.st_size)
-            if stamp == self._shown_stamp:
-                return None
-            self._shown_stamp = stamp
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SHOWN_BYTES:
-                return False
-            try:
-                with Image.open(f) as img:
-                    if img.width * img.height > MAX_SHOWN_PIXELS:
-                        return False
-                    return img.convert("RGB")
-            except (OSError, ValueError, Image.DecompressionBombError):
-                return False
+            return _decode_png(f)
+
+
+def _decode_png(f: BinaryIO) -> tuple[Image.Image | bool, str | None]:
+    """The PNG in ``f`` as RGB, or (False, why not): only the PNG decoder ever reads the agent's bytes."""
+    try:
+        with Image.open(f, formats=("PNG",)) as img:
+            if img.width * img.height > MAX_SHOWN_PIXELS:
+                return False, f"it is {img.width}x{img.height} px, over the limit of {MAX_SHOWN_PIXELS} pixels"
+            return img.convert("RGB"), None
+    except Image.UnidentifiedImageError:
+        return False, "it is not a PNG image"
+    except Exception as err:  # noqa: BLE001 -- any decoder failure on agent-written bytes is the cell's
+        return False, f"it is not a readable PNG ({type(err).__name__}: {str(err)[:200]})"
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")

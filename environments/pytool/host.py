@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mintgym.environments.pytool import cgroups, mounts
+from mintgym.environments.isolation import cgroups, mounts
 from mintgym.environments.pytool.env import PytoolEnvironment
 from mintgym.environments.pytool.options import PytoolOptions
 from mintgym.environments.pytool.sandbox import SandboxLimits, probe_isolation
@@ -122,7 +122,7 @@ class PytoolHost(EnvironmentHost):
                 self.base_dir.mkdir(parents=True, exist_ok=True)
             else:
                 _sweep_stale_dirs()
-                cgroups.sweep_stale()
+                cgroups.sweep_stale("pytool")
                 self.base_dir = Path(tempfile.mkdtemp(prefix=f"{_DIR_PREFIX}{os.getpid()}-"))
             os.chmod(self.base_dir, 0o711)
         return self.base_dir

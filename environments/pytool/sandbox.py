@@ -44,7 +44,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mintgym.environments.pytool import cgroups, seccomp
+from mintgym.environments.isolation import cgroups
+from mintgym.environments.pytool import seccomp
+from mintgym.environments.pytool.protocol import CellReply, cell_reply, read_frame
 from mintgym.environments.pytool.worker import HEADER, MAX_FRAME
 
 from mintgym.errors import EnvironmentCrashed
@@ -160,11 +162,11 @@ def _can_mount_tmpfs() -> bool:
     """Whether this process may mount the working directory's size-limited tmpfs (root, CAP_SYS_ADMIN)."""
     import tempfile
 
-    from mintgym.environments.pytool import mounts
+    from mintgym.environments.isolation import mounts
 
     with tempfile.TemporaryDirectory(prefix="mintgym-mount-probe-") as folder:
         try:
-            mounts.mount_tmpfs(Path(folder), 1, None)
+            mounts.mount_tmpfs(Path(folder), 1, None, family="pytool")
         except OSError:
             return False
         mounts.unmount(Path(folder))
@@ -274,10 +276,11 @@ class Sandbox:
         self._stderr_tail = bytearray()
         self._lock = asyncio.Lock()
         self._killing = False
+        self._closed = False
         self._seq = 0
         self._cell_started = False
         #: The sandbox's control group (namespace isolation with cgroups only), made on first start.
-        self.cgroup: cgroups.SandboxCgroup | None = None
+        self.cgroup: cgroups.Cgroup | None = None
         self.worker_pid: int | None = None
         self.starts = 0
         #: True while the running worker has not executed any cell yet (a reset need not restart it).
@@ -313,16 +316,18 @@ class Sandbox:
 
     # -- lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start a fresh worker (the working directory is left as it is)."""
+        """Start a fresh worker (the working directory is left as it is); refused once closed."""
         if self._proc is not None:
             await self.stop()
+        self._refuse_if_closed()
         lim = self.limits
         if self.isolation.level == "namespace":
             cmd = bwrap_command(self.workdir, self.taskdir, int(self.uid))
         else:
             cmd = [sys.executable, "-I", "-B", str(WORKER_SCRIPT)]
         if self.uses_cgroup and self.cgroup is None:
-            self.cgroup = await asyncio.to_thread(cgroups.SandboxCgroup.create, lim.memory_mb * 2**20, lim.processes)
+            self.cgroup = await _new_cgroup(lim.memory_mb * 2**20, lim.processes)
+            await self._abandon_if_closed()
         env = _clean_env(self.code_workdir)
         self._stderr_tail = bytearray()
         self._killing = False
@@ -330,6 +335,7 @@ class Sandbox:
             *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env=env, cwd=str(self.workdir), start_new_session=True, close_fds=True)
         self._stderr_task = asyncio.create_task(self._drain_stderr(self._proc))
+        await self._abandon_if_closed()
         processes = lim.processes
         if self.isolation.level != "namespace":  # NPROC counts every process of our (shared) uid
             processes = _user_process_count() + lim.processes
@@ -374,6 +380,9 @@ class Sandbox:
                 self.cgroup.kill_all()
             if self.worker_pid:
                 _kill(self.worker_pid)
+            elif self.isolation.level == "namespace":  # stopped while starting: the worker is not known yet
+                for pid in _descendants(proc.pid):
+                    _kill(pid)
             if self.isolation.level != "namespace":
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -384,20 +393,30 @@ class Sandbox:
             except TimeoutError:
                 _kill(proc.pid)
                 await proc.wait()
-        if self._stderr_task is not None:
-            await self._stderr_task
-            self._stderr_task = None
+        await self._end_stderr()
         self.worker_pid = None
 
     async def close(self) -> None:
-        """Stop the worker and delete the control group; safe to call twice."""
+        """Stop the worker and delete the control group; safe to call twice, and while a cell runs (the
+        cell then fails with EnvironmentCrashed, and nothing restarts the worker)."""
+        self._closed = True
         await self.stop()
         if self.cgroup is not None:
             group, self.cgroup = self.cgroup, None
             await asyncio.to_thread(group.remove)
 
+    async def _abandon_if_closed(self) -> None:
+        """In ``start``, after each wait: a close that came meanwhile found nothing yet to end; end it here."""
+        if self._closed:
+            await self.close()
+            self._refuse_if_closed()
+
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise EnvironmentCrashed("the pytool sandbox was closed")
 
     # -- cells ----------------------------------------------------------------------------------------
     async def execute(self, code: str) -> ExecResult:
@@ -424,23 +443,20 @@ class Sandbox:
                 return ExecResult(code, error=hit.message, restarted=True, seconds=time.monotonic() - started)
             except (asyncio.IncompleteReadError, ConnectionError, BrokenPipeError):
                 return await self._after_death(code, ooms)
-            except (ValueError, json.JSONDecodeError) as err:  # the code wrote garbage into the protocol
+            except ValueError as err:  # the code wrote garbage into the protocol (ProtocolError)
                 await self._restart()
                 return ExecResult(code, error=f"the sandbox's reply was unreadable ({err}); it was restarted.\n",
-                                  restarted=True)
+                                  restarted=True, seconds=time.monotonic() - started)
             self._pause()
-            output = str(reply.get("output", ""))
-            over = max(len(output) - lim.output_chars, 0)
-            truncated = reply.get("truncated_bytes", 0)
-            result = ExecResult(code, output=output[:lim.output_chars], error=_text_or_none(reply.get("error")),
-                                truncated_bytes=over + (truncated if isinstance(truncated, int) and truncated > 0 else 0),
-                                seconds=time.monotonic() - started)
-            if reply.get("restart") is True:
+            over = max(len(reply.output) - lim.output_chars, 0)
+            result = ExecResult(code, output=reply.output[:lim.output_chars], error=reply.error,
+                                truncated_bytes=over + reply.truncated_bytes, seconds=time.monotonic() - started)
+            if reply.restart:
                 await self._restart()
                 result.restarted = True
             return result
 
-    async def _await_reply(self, seq: int, cpu_start: float | None) -> dict:
+    async def _await_reply(self, seq: int, cpu_start: float | None) -> CellReply:
         """The reply to cell ``seq``, while the server (not the cell) keeps its wall-clock and CPU time."""
         lim = self.limits
         deadline = time.monotonic() + lim.wall_seconds + lim.grace_seconds
@@ -469,7 +485,7 @@ class Sandbox:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await receiving
 
-    async def _receive_reply(self, seq: int) -> dict:
+    async def _receive_reply(self, seq: int) -> CellReply:
         """Read frames until the one answering ``seq`` (replies the cell wrote for other cells are dropped)."""
         for _ in range(1000):
             message = await self._receive()
@@ -477,7 +493,7 @@ class Sandbox:
                 if message.get("started") is True:
                     self._cell_started = True
                     continue
-                return message
+                return cell_reply(message)
         raise ValueError("the sandbox sent too many replies that answer no request")
 
     async def _restart(self) -> None:
@@ -487,11 +503,10 @@ class Sandbox:
     async def _after_death(self, code: str, ooms_before: int) -> ExecResult:
         """The worker died during a cell: the cell's doing unless bubblewrap itself was killed from outside."""
         proc = self._proc
-        assert proc is not None
+        if proc is None or self._closed:  # closed (the session deleted) while the cell ran: not the cell's doing
+            raise EnvironmentCrashed("the pytool sandbox was closed during the step")
         status = await proc.wait()
-        if self._stderr_task is not None:
-            await self._stderr_task
-            self._stderr_task = None
+        await self._end_stderr()
         oom = self.cgroup is not None and self.cgroup.oom_kills() > ooms_before
         outside = not self._cell_started or (status < 0 and self.isolation.level == "namespace")
         if outside and not oom:
@@ -524,21 +539,16 @@ class Sandbox:
 
     # -- plumbing -------------------------------------------------------------------------------------
     async def _send(self, message: dict) -> None:
-        assert self._proc is not None and self._proc.stdin is not None
+        if self._proc is None or self._proc.stdin is None:
+            raise ConnectionError("the sandbox worker is stopped")
         body = json.dumps(message).encode("utf-8")
         self._proc.stdin.write(HEADER.pack(len(body)) + body)
         await self._proc.stdin.drain()
 
     async def _receive(self) -> dict:
-        assert self._proc is not None and self._proc.stdout is not None
-        head = await self._proc.stdout.readexactly(HEADER.size)
-        (size,) = HEADER.unpack(head)
-        if size > min(MAX_FRAME, 8 * self.limits.output_chars + 1_000_000):
-            raise ValueError(f"frame of {size} bytes")
-        message = json.loads(await self._proc.stdout.readexactly(size))
-        if not isinstance(message, dict):
-            raise ValueError("frame is not a JSON object")  # noqa: TRY004 -- a protocol error, handled as one
-        return message
+        if self._proc is None or self._proc.stdout is None:
+            raise ConnectionError("the sandbox worker is stopped")
+        return await read_frame(self._proc.stdout, min(MAX_FRAME, 8 * self.limits.output_chars + 1_000_000))
 
     async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
@@ -548,6 +558,13 @@ class Sandbox:
                 return
             self._stderr_tail += chunk
             del self._stderr_tail[:-4000]
+
+    async def _end_stderr(self) -> None:
+        """Wait for the stderr reader, which ends at EOF once the last holder of the pipe is gone."""
+        if self._stderr_task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stderr_task, 5)
+            self._stderr_task = None
 
     def stderr_tail(self) -> str:
         return self._stderr_tail.decode("utf-8", "replace").strip()[-2000:] or "(empty)"
@@ -561,13 +578,15 @@ class Sandbox:
         """The host pid of the Python worker (below bwrap), once bwrap has started it."""
         import psutil
 
-        assert self._proc is not None
+        proc = self._proc
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._proc.returncode is not None:
-                raise ConnectionError(f"bwrap exited with status {self._proc.returncode}")
+            if proc is None or self._proc is not proc:
+                raise ConnectionError("the sandbox was stopped while it started")
+            if proc.returncode is not None:
+                raise ConnectionError(f"bwrap exited with status {proc.returncode}")
             try:
-                for child in psutil.Process(self._proc.pid).children(recursive=True):
+                for child in psutil.Process(proc.pid).children(recursive=True):
                     if child.cmdline()[-1:] == ["/opt/mintgym/worker.py"]:
                         return child.pid
             except psutil.Error:
@@ -582,8 +601,29 @@ class _LimitHit(Exception):
         self.message = message
 
 
-def _text_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
+async def _new_cgroup(memory_bytes: int, processes: int) -> cgroups.Cgroup:
+    """A new control group, made on a thread; one whose caller was cancelled meanwhile is removed, not leaked."""
+    making = asyncio.get_running_loop().run_in_executor(None, cgroups.Cgroup.create, "pytool",
+                                                                cgroups.Limits(memory_bytes, processes))
+    try:
+        return await asyncio.shield(making)
+    except asyncio.CancelledError:
+        making.add_done_callback(_remove_unclaimed)
+        raise
+
+
+def _remove_unclaimed(making: asyncio.Future) -> None:
+    if not making.cancelled() and making.exception() is None:
+        asyncio.get_running_loop().run_in_executor(None, making.result().remove)
+
+
+def _descendants(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def _kill(pid: int) -> None:

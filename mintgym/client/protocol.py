@@ -49,7 +49,7 @@ def raise_for_error(resp) -> None:
     text = f"env server answered {resp.status_code} ({code}): {message}"
     if code in ("session_failed", "timeout"):
         raise SessionFailed(text)
-    if code == "unknown_session":
+    if code in ("unknown_session", "session_closed"):  # closed before, or while, this request ran
         raise SessionNotFound(text)
     if code == "unknown_task":
         raise RegistrationError(text)

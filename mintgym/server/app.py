@@ -32,8 +32,10 @@ from mintgym.action_spaces import InvalidAction
 from mintgym.env import registration
 from mintgym.env.core import EnvironmentHost
 from mintgym.errors import EpisodeStateError, RegistrationError, TaskUnavailable
-from mintgym.server.options import OptionError, check_defaults, check_options, options_model_for, parse_caps
-from mintgym.server.sessions import Busy, SessionFault, SessionManager, SessionMissing, resolve_task
+from mintgym.server.options import (OptionError, check_defaults, check_options, describe_options, options_model_for,
+                                    parse_caps)
+from mintgym.server.sessions import Busy, SessionClosed, SessionFault, SessionManager, SessionMissing, resolve_task
+from mintgym.types import Observation
 from mintgym.wire import (
     API_VERSION, FRAME_CONTENT_TYPE, IMAGE_CONTENT_TYPES, CreateSessionRequest, FrameOptions, ResetRequest,
     SessionCreated, StepRequest, encode_image, frame_parts,
@@ -67,6 +69,14 @@ class FrameResponse(Response):
         last = len(self.parts) - 1
         for i, part in enumerate(self.parts):
             await send({"type": "http.response.body", "body": part, "more_body": i < last})
+
+
+async def frame_response(obs: Observation, options: FrameOptions, reward: float = 0.0, terminated: bool = False,
+                         truncated: bool = False, info: dict[str, Any] | None = None) -> FrameResponse:
+    """The frame envelope; a PNG or JPEG is encoded on a thread, so no other session waits for it."""
+    if options.encoding == "raw":  # a view of the pixels: nothing to wait for
+        return FrameResponse(frame_parts(obs, options, reward, terminated, truncated, info))
+    return FrameResponse(await asyncio.to_thread(frame_parts, obs, options, reward, terminated, truncated, info))
 
 
 class BodyLimit:
@@ -213,6 +223,10 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     async def _fault(_: Request, err: SessionFault):
         return _error(504 if err.code == "timeout" else 500, err.code, err.message, err.session_id)
 
+    @app.exception_handler(SessionClosed)
+    async def _closed(_: Request, err: SessionClosed):
+        return _error(409, "session_closed", str(err), err.session_id)
+
     def session_of(session_id: str):
         try:
             return manager.get(session_id)
@@ -244,6 +258,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         return {
             "api_version": API_VERSION, "version": __version__, "domain": domain, "action_set": actions,
             "encodings": list(IMAGE_CONTENT_TYPES), "host": host.describe(),
+            "env_options": describe_options(options_model, caps), "option_caps": caps,
             "tasks": [{"id": t.id, "instruction": t.instruction, "max_steps": t.max_steps, "family": t.family,
                        "tags": list(t.tags), "unavailable": t.unavailable()} for t in tasks],
         }
@@ -278,7 +293,10 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     @app.delete(f"/{API_VERSION}/sessions/{{session_id}}", dependencies=auth)
     async def close_session(session_id: str):
         session_of(session_id)
-        await manager.close(session_id)
+        try:
+            await manager.close(session_id)
+        except SessionMissing:  # closed by a concurrent request meanwhile
+            session_of(session_id)
         return {"closed": session_id}
 
     @app.post(f"/{API_VERSION}/sessions/{{session_id}}/reset", dependencies=auth)
@@ -293,7 +311,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         except TaskUnavailable as err:
             raise ApiError(409, "task_unavailable", str(err), session_id) from None
         info["screen_size"] = list(obs.screen_size)
-        return FrameResponse(frame_parts(obs, req.frame, info=info))
+        return await frame_response(obs, req.frame, info=info)
 
     @app.post(f"/{API_VERSION}/sessions/{{session_id}}/step", dependencies=auth)
     async def step(session_id: str, req: StepRequest):
@@ -322,8 +340,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             outcome = await manager.step(session, action, parse_error)
         except EpisodeStateError as err:
             raise ApiError(409, "episode_state", str(err), session_id) from None
-        return FrameResponse(frame_parts(outcome.observation, req.frame, outcome.reward, outcome.terminated,
-                                         outcome.truncated, outcome.info))
+        return await frame_response(outcome.observation, req.frame, outcome.reward, outcome.terminated,
+                                    outcome.truncated, outcome.info)
 
     @app.get(f"/{API_VERSION}/sessions/{{session_id}}/screenshot", dependencies=auth)
     async def screenshot(session_id: str, encoding: str = "png", jpeg_quality: int = 85, as_json: bool = False):
@@ -331,7 +349,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         if encoding not in IMAGE_CONTENT_TYPES:
             raise ApiError(422, "bad_request", f"unknown encoding {encoding!r}; use one of {', '.join(IMAGE_CONTENT_TYPES)}")
         shot = await manager.run(session, lambda: session.episode.env.screenshot(), "screenshot")
-        data = encode_image(shot, FrameOptions(encoding=encoding, jpeg_quality=max(1, min(100, jpeg_quality))))
+        data = await asyncio.to_thread(encode_image, shot, FrameOptions(encoding=encoding,
+                                                                         jpeg_quality=max(1, min(100, jpeg_quality))))
         headers = {"X-MintGym-Shape": ",".join(str(d) for d in shot.shape)}
         if as_json:  # slow path for debugging and non-binary clients
             return {"encoding": encoding, "shape": list(shot.shape), "data": base64.b64encode(data).decode()}

@@ -136,3 +136,17 @@ def check_defaults(model: type[BaseModel] | None, defaults: dict[str, Any], caps
 
 def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def describe_options(model: type[BaseModel] | None, caps: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """Each session option as the server's spec reports it: its default, what it allows, the operator's cap."""
+    if model is None:
+        return {}
+    described = {}
+    for name, info in model.model_fields.items():
+        entry: dict[str, Any] = {"default": info.get_default(call_default_factory=True),
+                                 "allowed": field_range(model, name)}
+        if name in caps:
+            entry["cap"] = caps[name]
+        described[name] = entry
+    return described

@@ -4,6 +4,10 @@ Every environment call runs under the session's lock and the server's per-reques
 environment crashes (EnvironmentCrashed, any unexpected exception, or a timeout) the session is marked
 failed, its environment is closed and replaced by a fresh one, and :class:`SessionFault` carries the
 reason to the route, which answers 5xx; the other sessions never notice.
+
+Closing a session ends it at once: the call it is running is cancelled (and answers
+:class:`SessionClosed`, a 409), calls queued behind it are refused the same way, and its environment is
+closed as soon as the cancelled call has unwound -- never replaced, so nothing of it outlives the close.
 """
 
 from __future__ import annotations
@@ -38,6 +42,14 @@ class SessionMissing(KeyError):
     pass
 
 
+class SessionClosed(Exception):
+    """The session was closed while this call ran or waited for it."""
+
+    def __init__(self, session_id: str, what: str):
+        super().__init__(f"session {session_id!r} was closed during {what}; its episode is gone")
+        self.session_id = session_id
+
+
 class Busy(Exception):
     pass
 
@@ -55,6 +67,10 @@ class Session:
     failures: int = 0
     last_failure: str | None = None
     status: str = "ready"  # ready | running | ended | failed | needs_reset
+    #: Set by :meth:`SessionManager.close`: nothing runs on this session any more.
+    closed: bool = False
+    #: The environment call running now (what a close cancels).
+    call: asyncio.Future | None = None
 
 
 class SessionManager:
@@ -88,15 +104,30 @@ class SessionManager:
             raise SessionMissing(sid) from None
 
     async def close(self, sid: str) -> None:
+        """End session ``sid`` now: cancel its running call, then close its environment."""
         session = self.sessions.pop(sid, None)
         if session is None:
             raise SessionMissing(sid)
-        await self._close_env(session.env)
+        await self._end(session)
 
     async def close_all(self) -> None:
         for sid in list(self.sessions):
-            session = self.sessions.pop(sid)
+            await self._end(self.sessions.pop(sid))
+
+    async def _end(self, session: Session) -> None:
+        session.closed = True
+        if session.call is not None:
+            session.call.cancel()
+        try:  # the cancelled call unwinds, and no replacement is under way, before the environment goes
+            await asyncio.wait_for(session.lock.acquire(), min(self.request_timeout, 30.0))
+        except TimeoutError:
+            log.warning("session %s: its running call did not end; closing its environment under it", session.id)
             await self._close_env(session.env)
+            return
+        try:
+            await self._close_env(session.env)
+        finally:
+            session.lock.release()
 
     async def _close_env(self, env: Environment) -> None:
         try:
@@ -112,27 +143,43 @@ class SessionManager:
         timeout, or found dead by the health check between calls) lost: refused as the environment's
         failure, not as a call out of order."""
         async with session.lock:
+            if session.closed:
+                raise SessionClosed(session.id, what)
             if on_episode and session.status == "needs_reset":
                 raise SessionFault("session_failed", f"{what}: this session's environment was replaced "
                                    f"({session.last_failure}); its episode is lost, call reset", session.id)
             session.last_used = time.monotonic()
+            session.call = asyncio.ensure_future(call())
             try:
-                return await asyncio.wait_for(call(), self.request_timeout)
+                return await asyncio.wait_for(session.call, self.request_timeout)
+            except asyncio.CancelledError:
+                if session.closed and not _cancelled_from_outside():
+                    raise SessionClosed(session.id, what) from None
+                raise
             except asyncio.TimeoutError:
+                _refuse_if_closed(session, what)
                 await self._replace(session, f"{what} took longer than {self.request_timeout:.0f}s")
+                _refuse_if_closed(session, what)  # closed while the replacement started: it is closed too
                 raise SessionFault("timeout", f"{what} timed out after {self.request_timeout:.0f}s; "
                                    "the session's environment was replaced, call reset", session.id) from None
             except EnvironmentCrashed as err:
+                _refuse_if_closed(session, what)
                 await self._replace(session, f"{what}: {err}")
+                _refuse_if_closed(session, what)
                 raise SessionFault("session_failed", f"the environment crashed during {what}: {err}; "
                                    "it was replaced, call reset", session.id) from None
             except (EpisodeStateError, TaskUnavailable, RegistrationError, NotImplementedError):
+                _refuse_if_closed(session, what)
                 raise  # the caller's mistake (step before reset, task not runnable here): no replacement
             except Exception as err:
+                _refuse_if_closed(session, what)  # closed under the call: whatever it raised, the close caused
                 log.exception("unexpected failure in %s for session %s", what, session.id)
                 await self._replace(session, f"{what}: {type(err).__name__}: {err}")
+                _refuse_if_closed(session, what)
                 raise SessionFault("session_failed", f"the environment failed during {what}: "
                                    f"{type(err).__name__}: {err}; it was replaced, call reset", session.id) from None
+            finally:
+                session.call = None
 
     async def _replace(self, session: Session, reason: str) -> None:
         self.failed_requests += 1
@@ -151,6 +198,9 @@ class SessionManager:
         except Exception as err:
             log.error("could not renew the environment of session %s: %s", session.id, err)
             self.sessions.pop(session.id, None)
+            return False
+        if session.closed:  # closed while the new environment started: it goes too
+            await self._close_env(env)
             return False
         session.env = env
         session.episode = Episode(env, session.side_channels)
@@ -182,6 +232,8 @@ class SessionManager:
 
         Not a failure of the server: nothing is counted, the episode already ended as the agent's failure.
         """
+        if session.closed:
+            return
         try:
             alive = await asyncio.wait_for(session.env.alive(), 5.0)
         except Exception:
@@ -208,9 +260,22 @@ class SessionManager:
                 alive = False
             if not alive:
                 async with session.lock:
+                    if session.closed:
+                        continue
                     await self._replace(session, "environment found dead by the health check")
                 count += 1
         return count
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether the running task itself is being cancelled (not only the call it waits for)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _refuse_if_closed(session: Session, what: str) -> None:
+    if session.closed:
+        raise SessionClosed(session.id, what) from None
 
 
 def resolve_task(task_id: str | None, domain: str, current: Task | None) -> Task:

@@ -337,6 +337,21 @@ def test_evaluate_before_the_end_does_not_leak_a_reward(guarded, victim):
     assert again.status_code == 409  # the episode is over: no second answer
 
 
+# ---- issue 34: agent-made faults are refused at the door, never a 500 -----------------------------------
+
+@pytest.mark.parametrize("seed", [-1, -(2**63), -(10**30)])
+def test_a_negative_seed_is_refused_with_a_422_naming_it(guarded, victim, seed):
+    resp = httpx.post(f"{_url(guarded)}/v1/sessions/{victim}/reset", headers=_auth(SECRET),
+                      json={"task_id": "null/echo", "seed": seed}, timeout=30)
+    assert resp.status_code == 422, (resp.status_code, resp.text[:300])
+    message = resp.json()["error"]["message"]
+    assert "seed" in message and "greater than or equal to 0" in message and "\n" not in message, message
+    fine = httpx.post(f"{_url(guarded)}/v1/sessions/{victim}/reset", headers=_auth(SECRET),
+                      json={"task_id": "null/echo", "seed": 0}, timeout=30)
+    assert fine.status_code == 200
+    _still_fine(guarded, victim)
+
+
 def _env_without_token() -> dict:
     env = dict(os.environ)
     env.pop("MINTGYM_TOKEN", None)

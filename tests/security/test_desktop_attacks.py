@@ -19,22 +19,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-import pytest_asyncio
-
-import mintgym
 from mintgym.action_spaces import Key, Type, Wait
-from mintgym.environments.desktop.host import DesktopHost
 from mintgym.environments.desktop.tasks import TerminalFileTask
 
-pytestmark = [
-    pytest.mark.desktop,
-    pytest.mark.skipif(shutil.which("Xvfb") is None or shutil.which("openbox") is None,
-                       reason="Xvfb and openbox are needed"),
-    pytest.mark.skipif(os.geteuid() != 0, reason="session isolation needs root (else the container is the boundary)"),
-]
+import mintgym
+from tests.security.conftest import DESKTOP_MARKS, NOTES_TASK, SOLVE, sh, type_in_terminal
 
-NOTES_TASK = "desktop/terminal-file-v0"
-SOLVE = "echo 'hello desktop' > ~/Desktop/notes.txt"
+pytestmark = DESKTOP_MARKS
 
 
 class Listener:
@@ -64,13 +55,6 @@ class Listener:
         self._stop = True
         self._thread.join(2)
         self.sock.close()
-
-
-def type_in_terminal(env, command: str, settle: float = 6.0):
-    env.step(Key(keys=("ctrl", "alt", "t")))
-    env.step(Wait(seconds=3.0))
-    env.step(Type(text=command + "\n"))
-    env.step(Wait(seconds=settle))
 
 
 def _port(env) -> int:
@@ -104,7 +88,7 @@ def test_a_link_to_another_sessions_file_scores_zero():
         attacker.reset(seed=0)
         type_in_terminal(victim, SOLVE)
         assert victim.evaluate() == 1.0
-        planted = [p for p in Path("/tmp/mintgym-desktop").glob("mgdesk*/home/Desktop/notes.txt")]
+        planted = [p for p in Path("/tmp/mintgym-desktop").glob("mgdesk*/rw/home/Desktop/notes.txt")]
         assert planted, "the victim's file is where sessions live"
         links = "; ".join(f"ln -sf {p} ~/Desktop/notes.txt; ln -f {p} ~/Desktop/hard.txt" for p in planted)
         type_in_terminal(attacker, links + "; ln -sfn /tmp/mintgym-desktop ~/Desktop/others")
@@ -113,6 +97,31 @@ def test_a_link_to_another_sessions_file_scores_zero():
     finally:
         attacker.close()
         victim.close()
+
+
+def test_text_longer_than_the_step_can_type_is_an_invalid_action_and_long_text_is_typed_in_chunks():
+    """Issue 34: ``type`` of 70,000 characters is refused before a key is sent (an error the agent reads,
+    the session goes on), not a 500 after the X call timed out; a text within the step's budget is typed,
+    in chunks, however long (60,000 characters in a session whose X calls may take 60 s)."""
+    env = mintgym.make(NOTES_TASK)
+    patient = None
+    try:
+        env.reset(seed=0)
+        _, reward, terminated, _, info = env.step(Type(text="a" * 70_000))
+        assert "the text has 70000 characters; at most 10000 can be typed in one action" in info.get("error", ""), info
+        assert reward == 0.0 and not terminated
+        _, _, _, _, info = env.step(Type(text="still here"))
+        assert "error" not in info, info
+        patient = mintgym.make(NOTES_TASK, base_url=env.base_url, env_options={"x_timeout": 60})
+        patient.reset(seed=0)
+        _, _, _, _, info = patient.step(Type(text="b" * 60_000))
+        assert "error" not in info, info
+        _, _, _, _, info = patient.step(Wait(seconds=0.1))
+        assert "error" not in info, info
+    finally:
+        if patient is not None:
+            patient.close()
+        env.close()
 
 
 def _session_processes() -> dict[int, str]:
@@ -156,37 +165,14 @@ def test_killing_the_env_server_leaves_no_display_window_manager_app_or_namespac
 
 
 # -- commands started the way the session starts its own -------------------------------------------
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def host():
-    h = DesktopHost()
-    await h.start()
-    yield h
-    await h.stop()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def pair(host):
-    a, b = await host.create({}), await host.create({})
-    await a.reset(None, 0)
-    await b.reset(None, 0)
-    yield a, b
-    await a.close()
-    await b.close()
-
-
-async def sh(env, command: str) -> str:
-    result = await env.run(command, shell=True, timeout=30)
-    return (result.stdout + result.stderr).strip()
-
-
 PROJECT = Path(mintgym.__file__).resolve().parent.parent
 
 pytestmark_async = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytestmark_async
-async def test_only_the_sessions_own_processes_are_visible(pair):
-    a, _ = pair
+async def test_only_the_sessions_own_processes_are_visible(desktop_pair):
+    a, _ = desktop_pair
     out = await sh(a, "ps -eo user= | sort -u; ls /proc | grep -c '^[0-9]'")
     users = set(out.splitlines()[:-1])
     assert users <= {a.sandbox.name, "root"}, users
@@ -195,24 +181,23 @@ async def test_only_the_sessions_own_processes_are_visible(pair):
 
 
 @pytestmark_async
-async def test_project_code_python_environment_and_task_data_are_hidden(pair):
-    a, _ = pair
+async def test_project_code_python_environment_and_task_data_are_hidden(desktop_pair):
+    """What the session can list and read, wherever the checkout lies (under /tmp, /work, a 0700 folder)."""
+    a, _ = desktop_pair
     for path in (PROJECT, Path(sys.prefix), PROJECT.parent / "shared"):
         if path.is_dir():
             assert await sh(a, f"ls -A {path} 2>/dev/null | wc -l") == "0", path
-    # The project is covered by an empty tmpfs in the session's mount table, whatever its folder's mode: a
-    # clone under a 0700 folder answers "Permission denied" to the session user, any other "No such file".
-    mounts = await sh(a, "cat /proc/self/mountinfo")
-    covered = {line.split()[4]: line.split(" - ")[1].split()[0] for line in mounts.splitlines() if " - " in line}
-    assert covered.get(str(PROJECT)) == "tmpfs", mounts
     out = await sh(a, f"cat {PROJECT}/environments/desktop/tasks.py")
     assert "No such file" in out or "Permission denied" in out, out
     assert "class TerminalFileTask" not in out
+    found = await a.run("grep -rls 'class TerminalFileTask' / --include=tasks.py --exclude-dir=proc --exclude-dir=sys",
+                        shell=True, timeout=240)
+    assert found.stdout == "", found.stdout  # no copy of the project's code anywhere the session can read
 
 
 @pytestmark_async
-async def test_the_docker_socket_is_masked(pair):
-    a, _ = pair
+async def test_the_docker_socket_is_masked(desktop_pair):
+    a, _ = desktop_pair
     for sock in ("/run/docker.sock", "/var/run/docker.sock", "/run/mintgym-docker.sock"):
         if os.path.exists(sock):
             out = await sh(a, f"test -S {sock} && echo socket || echo masked")
@@ -220,8 +205,8 @@ async def test_the_docker_socket_is_masked(pair):
 
 
 @pytestmark_async
-async def test_another_sessions_directory_and_tmp_are_out_of_sight(pair):
-    a, b = pair
+async def test_another_sessions_directory_and_tmp_are_out_of_sight(desktop_pair):
+    a, b = desktop_pair
     b.write_bytes("~/secret.txt", b"b's secret")
     await sh(b, "echo from-b > /tmp/b-was-here")
     assert "No such file" in await sh(a, f"cat {b.home}/secret.txt")
@@ -230,16 +215,16 @@ async def test_another_sessions_directory_and_tmp_are_out_of_sight(pair):
 
 
 @pytestmark_async
-async def test_another_display_cannot_be_reached(pair):
-    a, b = pair
+async def test_another_display_cannot_be_reached(desktop_pair):
+    a, b = desktop_pair
     out = await sh(a, f"xdpyinfo -display {b.display_name} >/dev/null 2>&1 && echo reached || echo refused")
     assert out == "refused"
     assert await sh(a, f"xdpyinfo -display {a.display_name} >/dev/null 2>&1 && echo ok") == "ok"
 
 
 @pytestmark_async
-async def test_the_host_loopback_is_unreachable_and_the_sessions_own_is_private(pair):
-    a, b = pair
+async def test_the_host_loopback_is_unreachable_and_the_sessions_own_is_private(desktop_pair):
+    a, b = desktop_pair
     listener = Listener()
     try:
         out = await sh(a, f"curl -s -m 2 http://127.0.0.1:{listener.port}/ ; echo rc=$?")
@@ -255,24 +240,28 @@ async def test_the_host_loopback_is_unreachable_and_the_sessions_own_is_private(
 
 
 @pytestmark_async
-async def test_the_namespace_init_and_the_server_cannot_be_signalled(pair):
-    a, _ = pair
+async def test_the_namespace_init_and_the_server_cannot_be_signalled(desktop_pair):
+    a, _ = desktop_pair
     out = await sh(a, "kill -9 1; echo rc=$?")
     assert "rc=1" in out
     assert await a.alive() and a.sandbox.namespace.alive()
 
 
 @pytestmark_async
-async def test_the_scorer_follows_no_link_and_reads_no_foreign_hard_link(pair):
-    a, b = pair
+async def test_the_scorer_follows_no_link_and_reads_no_foreign_hard_link(desktop_pair):
+    a, b = desktop_pair
     b.write_bytes("~/Desktop/notes.txt", b"hello desktop\n")
     task = TerminalFileTask(id="t", instruction="x")
     await sh(a, "ln -sf /etc/hostname ~/Desktop/notes.txt")
     assert await task.evaluate(a) == 0.0
     await sh(a, "rm -f ~/Desktop/notes.txt; mkdir -p ~/real && ln -sfn ~/real ~/Desktop2")
-    os.link(b.home / "Desktop/notes.txt", a.home / "Desktop/notes.txt")  # as root: the session could not
+    foreign = a.sandbox.rw / "foreign.txt"  # another user's file on the session's own filesystem
+    foreign.write_text("hello desktop\n")
+    os.chown(foreign, b.sandbox.uid, b.sandbox.gid)
+    os.link(foreign, a.home / "Desktop/notes.txt")  # as root: the session could not
     assert await task.evaluate(a) == 0.0
     os.unlink(a.home / "Desktop/notes.txt")
+    foreign.unlink()
     # a link in a folder on the way
     await sh(a, "mv ~/Desktop ~/Desktop.orig && mkdir -p ~/fake && echo 'hello desktop' > ~/fake/notes.txt "
                 "&& ln -s ~/fake ~/Desktop")
@@ -281,8 +270,8 @@ async def test_the_scorer_follows_no_link_and_reads_no_foreign_hard_link(pair):
 
 
 @pytestmark_async
-async def test_a_huge_sparse_file_or_a_fifo_costs_the_scorer_nothing(pair):
-    a, _ = pair
+async def test_a_huge_sparse_file_or_a_fifo_costs_the_scorer_nothing(desktop_pair):
+    a, _ = desktop_pair
     task = TerminalFileTask(id="t", instruction="x")
     await sh(a, "truncate -s 2G ~/Desktop/notes.txt")
     started = time.perf_counter()
@@ -296,15 +285,15 @@ async def test_a_huge_sparse_file_or_a_fifo_costs_the_scorer_nothing(pair):
 
 
 @pytestmark_async
-async def test_a_command_that_floods_its_output_is_capped(pair):
-    a, _ = pair
+async def test_a_command_that_floods_its_output_is_capped(desktop_pair):
+    a, _ = desktop_pair
     result = await a.run("head -c 50000000 /dev/zero", shell=True, timeout=30)
     assert len(result.stdout) <= 8 * 2**20
 
 
 @pytestmark_async
-async def test_session_processes_hold_no_capability_or_extra_group(pair):
-    a, _ = pair
+async def test_session_processes_hold_no_capability_or_extra_group(desktop_pair):
+    a, _ = desktop_pair
     out = await sh(a, "grep -E '^(CapEff|CapPrm|Groups|NoNewPrivs)' /proc/self/status")
     fields = dict(line.split(":\t") for line in out.splitlines())
     assert int(fields["CapEff"], 16) == 0 and int(fields["CapPrm"], 16) == 0
@@ -312,8 +301,8 @@ async def test_session_processes_hold_no_capability_or_extra_group(pair):
 
 
 @pytestmark_async
-async def test_the_session_cannot_write_outside_its_home_and_tmp(pair):
-    a, _ = pair
+async def test_the_session_cannot_write_outside_its_home_and_tmp(desktop_pair):
+    a, _ = desktop_pair
     out = await sh(a, f"touch {a.sandbox.root}/bin/evil 2>&1; touch {a.sandbox.log_dir}/x 2>&1; "
                       f"ls {a.sandbox.log_dir} 2>&1; echo done")
     assert out.count("Permission denied") >= 3
@@ -321,8 +310,8 @@ async def test_the_session_cannot_write_outside_its_home_and_tmp(pair):
 
 
 @pytestmark_async
-async def test_raw_sockets_and_new_network_interfaces_are_refused(pair):
-    a, _ = pair
+async def test_raw_sockets_and_new_network_interfaces_are_refused(desktop_pair):
+    a, _ = desktop_pair
     out = await sh(a, "ip link add dummy0 type dummy 2>&1; echo rc=$?; ip -br link | wc -l")
     assert "rc=2" in out or "Operation not permitted" in out
     assert out.strip().endswith("1")  # only lo
@@ -330,10 +319,10 @@ async def test_raw_sockets_and_new_network_interfaces_are_refused(pair):
 
 
 @pytestmark_async
-async def test_text_the_keyboard_cannot_type_is_an_invalid_action_not_a_crash(pair):
+async def test_text_the_keyboard_cannot_type_is_an_invalid_action_not_a_crash(desktop_pair):
     from mintgym.action_spaces import InvalidAction
 
-    a, _ = pair
+    a, _ = desktop_pair
     with pytest.raises(InvalidAction, match="300 distinct characters"):
         await a.execute(Type(text="".join(chr(0x4E00 + i) for i in range(300))))
     assert await a.alive()
@@ -345,8 +334,8 @@ async def test_text_the_keyboard_cannot_type_is_an_invalid_action_not_a_crash(pa
 
 @pytestmark_async
 @pytest.mark.skipif(shutil.which("slirp4netns") is None, reason="slirp4netns is needed for egress")
-async def test_egress_reaches_out_but_never_the_hosts_loopback(host):
-    env = await host.create({"egress": True})
+async def test_egress_reaches_out_but_never_the_hosts_loopback(desktop_host):
+    env = await desktop_host.create({"egress": True})
     listener = Listener()
     try:
         await env.reset(None, 0)
@@ -364,10 +353,10 @@ async def test_egress_reaches_out_but_never_the_hosts_loopback(host):
 
 
 @pytestmark_async
-async def test_a_user_namespace_cannot_uncover_what_the_session_must_not_see(pair):
+async def test_a_user_namespace_cannot_uncover_what_the_session_must_not_see(desktop_pair):
     """The session user may make user namespaces (Chromium's sandbox needs them); the covers the server
     mounted are locked in them, so root-in-a-namespace cannot lift them."""
-    a, b = pair
+    a, b = desktop_pair
     project = str(PROJECT)
     lift = ("import ctypes,os; libc=ctypes.CDLL(None,use_errno=True); "
             f"print([libc.umount2(p.encode(), 2) or 'lifted' for p in ('{project}', '/tmp')], os.strerror(ctypes.get_errno()))")
@@ -407,8 +396,8 @@ SHELL_ATTACKS = {
 
 @pytestmark_async
 @pytest.mark.parametrize("attack", sorted(SHELL_ATTACKS))
-async def test_shell_attacks_are_contained(pair, attack):
-    a, b = pair
+async def test_shell_attacks_are_contained(desktop_pair, attack):
+    a, b = desktop_pair
     out = await sh(a, SHELL_ATTACKS[attack].replace("{other}", str(b.xserver.number)))
     assert "leaked" not in out and out.strip().endswith("contained"), out
     assert await a.alive() and await b.alive()

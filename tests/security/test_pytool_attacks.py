@@ -394,3 +394,146 @@ def test_killed_sandbox_between_steps_is_an_error_not_the_agents(server):
     finally:
         env.close()
 
+
+
+# ---- issue 34: agent-made faults are the agent's failures; no races ----------------------------------
+
+EPS = "%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 32 32\n0 0 32 32 rectfill\nshowpage\n"
+#: A DDS header with a pixel format PIL does not implement (its decoder raises NotImplementedError).
+DDS = ("import struct\nhead = struct.pack('<7I44s', 124, 0x1007, 4, 4, 0, 0, 0, bytes(44))\n"
+       "fmt = struct.pack('<8I', 32, 4, int.from_bytes(b'ZZZZ', 'little'), 0, 0, 0, 0, 0)\n"
+       "open('out.png', 'wb').write(b'DDS ' + head + fmt + struct.pack('<5I', 0x1000, 0, 0, 0, 0) + bytes(64))")
+NOT_SHOWABLE = {
+    "directory": ("import os\nos.mkdir('out.png')", "a directory, not a regular file"),
+    "fifo": ("import os\nos.mkfifo('out.png')", "a FIFO, not a regular file"),
+    "eps": (f"open('out.png', 'w').write({EPS!r})", "not a PNG image"),
+    "dds": (DDS, "not a PNG image"),
+    "truncated-png": ("import io\nfrom PIL import Image\nbuf = io.BytesIO()\n"
+                      "Image.effect_noise((64, 64), 50).save(buf, 'PNG')\n"
+                      "open('out.png', 'wb').write(buf.getvalue()[:300])", "not a readable PNG"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_SHOWABLE))
+def test_an_out_png_that_cannot_be_shown_is_the_cells_failure(attacker, server, bystander, kind):
+    """Only the PNG decoder reads what the cell left (no Ghostscript for EPS, no DDS decoder), and what
+    it cannot show is an error the agent reads, never a 500."""
+    code, why = NOT_SHOWABLE[kind]
+    text, reward, _ = _run(attacker, code + "\nprint('written')")
+    assert "written" in text and f"out.png was not shown: it is {why}" in text, text
+    assert reward == 0.0
+    text, _, _ = _run(attacker, "print(6 * 7)")
+    assert "42" in text and "out.png" not in text  # told once, when the cell left it
+    assert _finish(attacker) == 0.0
+    _contained(server, bystander)
+
+
+NESTED_FRAME = ("import gc, os, struct\n"
+                "worker = next(o for o in gc.get_objects() if type(o).__name__ == 'Worker')\n"
+                "body = b'[' * 400_000\ndata = struct.pack('>I', len(body)) + body\n"
+                "while data:\n    data = data[os.write(worker.proto_out, data):]\n")
+
+
+def test_a_deeply_nested_frame_from_the_sandbox_is_the_cells_failure(attacker, server, bystander):
+    text, reward, _ = _run(attacker, NESTED_FRAME)
+    assert "unreadable" in text and "nested too deeply" in text and "restarted" in text, text
+    assert reward == 0.0
+    text, _, _ = _run(attacker, "print('alive again')")
+    assert "alive again" in text
+    assert _finish(attacker) == 0.0
+    _contained(server, bystander)
+
+
+def _sandbox_processes(server) -> set[int]:
+    """The server's sandbox processes (those of a sandbox uid)."""
+    from mintgym.environments.pytool.host import UID_BASE, UID_COUNT
+
+    found = set()
+    for proc in psutil.Process(int(server.ident)).children(recursive=True):
+        try:
+            if UID_BASE <= proc.uids().real < UID_BASE + UID_COUNT and proc.status() != psutil.STATUS_ZOMBIE:
+                found.add(proc.pid)
+        except psutil.Error:
+            pass
+    return found
+
+
+def _sandbox_cgroups(server) -> set[str]:
+    from mintgym.environments.isolation import cgroups
+
+    return {p.name for p in cgroups.probe()[1]["core"].glob(f"mintgym-pytool-{server.ident}-*")}
+
+
+def _eventually(check, what: str, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+@needs_cgroup
+def test_deleting_a_session_mid_step_answers_the_step_and_reclaims_its_sandbox(server, bystander):
+    import threading
+
+    from mintgym.errors import SessionNotFound
+
+    before = (_sandbox_processes(server), _sandbox_cgroups(server))
+    for _ in range(3):
+        env = _make(server)
+        env.reset(seed=5)
+        uid = _uid_of(server, env)
+        answered: dict = {}
+
+        def step(env=env, answered=answered):
+            try:
+                answered["result"] = env.step({"type": "python",
+                                               "code": "import subprocess\nsubprocess.run(['sleep', '60'])"})
+            except Exception as err:  # noqa: BLE001 -- what the step answered is the point of the test
+                answered["error"] = err
+
+        stepping = threading.Thread(target=step)
+        stepping.start()
+        _eventually(lambda uid=uid: any(p.info["name"] == "sleep" and p.info["uids"].real == uid
+                                        for p in psutil.process_iter(["name", "uids"])), "the cell never ran")
+        deleted = httpx.delete(f"{server.base_url}/v1/sessions/{env.session_id}",
+                               headers={"Authorization": f"Bearer {server.token}"}, timeout=30)
+        assert deleted.status_code == 200, deleted.text
+        stepping.join(30)
+        error = answered.get("error")
+        assert isinstance(error, SessionNotFound) and "409 (session_closed)" in str(error), answered
+        env.session_id = None  # deleted already: closing the client only tidies it
+        env.close()
+    # nothing of the deleted sessions outlives them: no worker, no control group (the bystander's stay)
+    _eventually(lambda: (_sandbox_processes(server), _sandbox_cgroups(server)) == before,
+                f"sandboxes left behind: {_sandbox_processes(server) - before[0]}, "
+                f"{_sandbox_cgroups(server) - before[1]}")
+    _contained(server, bystander)
+
+
+@needs_cgroup
+def test_reset_ends_every_process_the_episode_started(server, bystander):
+    """A cell leaves a thread and a detached grandchild writing a file in a loop; after reset nothing of
+    them runs, and the next episode neither sees their work nor scores it."""
+    env = _make(server)
+    try:
+        env.reset(seed=1)
+        uid = _uid_of(server, env)
+        code = ("import os, threading, time\n"
+                "def loop():\n    n = 0\n    while True:\n        n += 1\n"
+                "        with open('bg.txt', 'w') as f:\n            f.write(str(n))\n        time.sleep(0.01)\n"
+                "threading.Thread(target=loop, daemon=True).start()\n"
+                "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        loop()\n    os._exit(0)\n"
+                "time.sleep(0.3)\nprint('looping', os.path.exists('bg.txt'))")
+        text, _, _ = _run(env, code)
+        assert "looping True" in text, text
+        env.reset(seed=1)
+        running = [p for p in psutil.process_iter(["uids", "status"])
+                   if p.info["uids"] and p.info["uids"].real == uid and p.info["status"] != psutil.STATUS_ZOMBIE]
+        assert len(running) == 1, [(p.pid, p.name()) for p in running]  # the new episode's worker alone
+        text, _, _ = _run(env, "import os, time\ntime.sleep(0.5)\nprint(sorted(os.listdir('.')))")
+        assert text.strip() == "[]", text
+        assert env.evaluate() == 0.0
+        assert _finish(env) == 0.0
+    finally:
+        env.close()
+    _contained(server, bystander)

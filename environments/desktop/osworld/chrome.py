@@ -133,21 +133,25 @@ def _query(env: DesktopEnvironment, name: str, sql: str) -> list[tuple] | None:
 
 
 async def cookie_data(env: DesktopEnvironment, config: dict) -> list[tuple] | None:
-    return _query(env, "Cookies", "SELECT * FROM cookies")
+    return await asyncio.to_thread(_query, env, "Cookies", "SELECT * FROM cookies")
 
 
 async def history(env: DesktopEnvironment, config: dict) -> list[tuple] | None:
-    return _query(env, "History", "SELECT url, title, last_visit_time FROM urls")
+    return await asyncio.to_thread(_query, env, "History", "SELECT url, title, last_visit_time FROM urls")
 
 
 async def bookmarks(env: DesktopEnvironment, config: dict) -> dict | list | None:
     from mintgym.environments.desktop.osworld.getters import session_json
 
-    data = session_json(env, f"{PROFILE}/Bookmarks")
+    data = await asyncio.to_thread(session_json, env, f"{PROFILE}/Bookmarks")
     return data.get("roots", []) if isinstance(data, dict) else []
 
 
 async def shortcuts_on_desktop(env: DesktopEnvironment, config: dict) -> dict[str, str]:
+    return await asyncio.to_thread(_shortcuts, env)
+
+
+def _shortcuts(env: DesktopEnvironment) -> dict[str, str]:
     found = {}
     for path, _mtime in env.sandbox.list_files(env.home / "Desktop"):
         if path.suffix == ".desktop":
@@ -168,15 +172,19 @@ async def update_browse_history(env: DesktopEnvironment, items: list[dict], task
     """``update_browse_history``: the profile's History database replaced by an empty one holding ``items``
     (``url``, ``title``, ``visit_time_from_now_in_seconds``), with OSWorld's rows and Chrome's timestamps
     (microseconds since 1601-01-01)."""
-    import datetime
-    import tempfile
-
     from mintgym.environments.desktop.osworld import files
 
     try:
         empty = await asyncio.to_thread(files.fetch, EMPTY_HISTORY_URL, "history_empty.sqlite", task_id)
     except files.DownloadUnavailable:
         empty = await _fresh_history(env)
+    await asyncio.to_thread(_write_history, env, empty, items)
+
+
+def _write_history(env: DesktopEnvironment, empty: bytes, items: list[dict]) -> None:
+    import datetime
+    import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         db_path = f"{tmp}/History"
         with open(db_path, "wb") as out:
@@ -205,7 +213,7 @@ async def _fresh_history(env: DesktopEnvironment, timeout: float = 30.0) -> byte
                   f"for i in $(seq {int(timeout * 5)}); do [ -s {scratch}/Default/History ] && sleep 1 && break; "
                   "sleep 0.2; done; pkill -KILL -f -- '--user-data-dir=.*history-profile'; true",
                   shell=True, timeout=timeout + 10)
-    data = env.read_bytes("~/.cache/mintgym/history-profile/Default/History")
+    data = await asyncio.to_thread(env.read_bytes, "~/.cache/mintgym/history-profile/Default/History")
     await env.run(f"rm -rf {scratch}", shell=True, timeout=30)
     if not data:
         raise ChromeUnavailable("Chromium made no History database for update_browse_history")

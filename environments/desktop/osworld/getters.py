@@ -4,6 +4,7 @@ Paths are the session's (``/home/user`` is already mapped to the session home); 
 session user. File getters copy the file out of the session, as OSWorld copies it out of its VM, and
 return the copy's path on this machine, or None when the file does not exist (or is a link, another
 user's file, or over the size cap: the server never reads through what the agent could have planted).
+Files are read and copied on a thread: a session's big file never stalls the server's other sessions.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ async def vm_command_error(env: DesktopEnvironment, config: dict) -> str:
 
 async def vm_file(env: DesktopEnvironment, config: dict) -> str | list[str | None] | None:
     paths = config["path"] if isinstance(config["path"], list) else [config["path"]]
-    copies = [env.fetch_file(p) for p in paths]
+    copies = [await asyncio.to_thread(env.fetch_file, p) for p in paths]
     found = [str(c) if c is not None else None for c in copies]
     return found if isinstance(config["path"], list) else found[0]
 
@@ -39,8 +40,8 @@ async def vm_file(env: DesktopEnvironment, config: dict) -> str | list[str | Non
 async def vm_terminal_output(env: DesktopEnvironment, config: dict) -> str | None:
     """The text of the most recent terminal (its output log, escape sequences removed)."""
     await asyncio.sleep(0.5)  # let the shell answer the last command typed into it
-    logs = env.terminal_logs()
-    return env.terminal_text(logs[-1]) if logs else None
+    logs = await asyncio.to_thread(env.terminal_logs)
+    return await asyncio.to_thread(env.terminal_text, logs[-1]) if logs else None
 
 
 async def rule(env: DesktopEnvironment, config: dict) -> Any:
@@ -68,22 +69,23 @@ def chrome_prefs(env: DesktopEnvironment) -> dict:
 
 
 async def default_search_engine(env: DesktopEnvironment, config: dict) -> str:
-    data = chrome_prefs(env)
+    data = await asyncio.to_thread(chrome_prefs, env)
     return data.get("default_search_provider_data", {}).get("template_url_data", {}).get("short_name", "Google")
 
 
 async def chrome_font_size(env: DesktopEnvironment, config: dict) -> dict:
     defaults = {"default_fixed_font_size": 13, "default_font_size": 16, "minimum_font_size": 13}
-    return {**defaults, **chrome_prefs(env).get("webkit", {}).get("webprefs", {})}
+    prefs = await asyncio.to_thread(chrome_prefs, env)
+    return {**defaults, **prefs.get("webkit", {}).get("webprefs", {})}
 
 
 async def gimp_config_file(env: DesktopEnvironment, config: dict) -> str | None:
-    copy = env.fetch_file(f"~/.config/GIMP/2.10/{config['file_name']}")
+    copy = await asyncio.to_thread(env.fetch_file, f"~/.config/GIMP/2.10/{config['file_name']}")
     return str(copy) if copy else None
 
 
 async def vlc_config(env: DesktopEnvironment, config: dict) -> str | None:
-    copy = env.fetch_file("~/.config/vlc/vlcrc")
+    copy = await asyncio.to_thread(env.fetch_file, "~/.config/vlc/vlcrc")
     return str(copy) if copy else None
 
 
@@ -102,7 +104,7 @@ async def cache_file(env: DesktopEnvironment, config: dict) -> str | list[str | 
     for url, dest in zip(urls, dests):
         if is_local_url(str(url)):
             src = local_source(str(url))
-            found.append(str(src) if src.is_file() else None)
+            found.append(str(src) if await asyncio.to_thread(src.is_file) else None)
             continue
         try:
             path = await asyncio.to_thread(files.fetch_reference, str(url), str(dest or ""),

@@ -202,9 +202,9 @@ async def _download(env: DesktopEnvironment, url: str, path: str, base: Path | N
         src = local_source(url, base)
         if not src.is_file():
             raise ConfigStepFailed(f"download source {src} does not exist")
-        data = src.read_bytes()
-    try:  # as the session user's file, following no link (postconfig runs after the agent acted)
-        env.write_bytes(path, data)
+        data = await asyncio.to_thread(src.read_bytes)
+    try:  # as the session user's file, following no link (postconfig runs after the agent acted); on a thread
+        await asyncio.to_thread(env.write_bytes, path, data)
     except OSError as err:
         raise ConfigStepFailed(f"cannot write {path!r} in the session: {err}") from None
 

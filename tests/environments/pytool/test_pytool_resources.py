@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
 import pytest
 from mintgym.action_spaces import Python
-from mintgym.environments.pytool import cgroups, mounts, seccomp
+from mintgym.environments.isolation import mounts
+from mintgym.environments.pytool import seccomp
 from mintgym.environments.pytool.host import PytoolHost
 from mintgym.environments.pytool.sandbox import probe_isolation
 
@@ -65,31 +65,6 @@ async def test_memory_limit_counts_the_whole_sandbox(host):
         await env.close()
 
 
-@needs_cgroup
-def test_groups_of_dead_servers_are_swept():
-    _, parents = cgroups.probe()
-    name = f"{cgroups.PREFIX}4194305-1"  # above any pid_max: never alive
-    for parent in dict.fromkeys(parents.values()):
-        (parent / name).mkdir(exist_ok=True)
-    assert cgroups.sweep_stale() >= 1
-    assert not any((parent / name).exists() for parent in parents.values())
-
-
-@pytest.mark.skipif(ISOLATION.level != "namespace", reason="needs root (mount)")
-def test_tmpfs_quota_mounts_and_unmounts(tmp_path):
-    target = tmp_path / "work"
-    target.mkdir()
-    mounts.mount_tmpfs(target, 1, None)
-    try:
-        assert target in mounts.mounts_under(tmp_path)
-        with pytest.raises(OSError):
-            (target / "big").write_bytes(b"0" * (2 * 2**20))
-    finally:
-        mounts.unmount(target)
-    assert mounts.mounts_under(tmp_path) == []
-    mounts.unmount(target)  # nothing mounted: no error
-
-
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 def test_seccomp_filter_is_well_formed(machine):
     program = seccomp.build_filter(machine)
@@ -101,14 +76,6 @@ def test_seccomp_filter_is_well_formed(machine):
 def test_seccomp_refuses_unknown_machines():
     with pytest.raises(ValueError, match="no seccomp filter for machine 'sparc'"):
         seccomp.build_filter("sparc")
-
-
-def test_probe_says_why_when_groups_are_unavailable():
-    reason, parents = cgroups.probe()
-    assert bool(reason) != bool(parents)
-    if os.geteuid() != 0:
-        assert reason == "not running as root"
-    assert all(isinstance(p, Path) for p in parents.values())
 
 
 @pytest.mark.skipif(ISOLATION.level != "namespace", reason="needs root and bubblewrap namespaces")

@@ -18,6 +18,7 @@ from mintgym.environments.pytool.tasks import all_tasks
 
 from mintgym.env.episode import Episode
 from mintgym.errors import EnvironmentCrashed
+from tests.environments.pytool.conftest import run
 
 NAMESPACE = probe_isolation().level == "namespace"
 needs_namespace = pytest.mark.skipif(not NAMESPACE, reason="needs root and bubblewrap namespaces")
@@ -35,16 +36,6 @@ async def host():
     os.environ.pop("MINTGYM_TOKEN", None)
 
 
-@pytest.fixture
-async def env(host):
-    e = await host.create({})
-    yield e
-    await e.close()
-
-
-async def run(env, code: str) -> str:
-    await env.execute(Python(code=code))
-    return env.last_output
 
 
 async def assert_still_works(env):

@@ -4,6 +4,7 @@ or hung environment fails only its own session, which is replaced."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import ClassVar
 
 import httpx
@@ -182,3 +183,57 @@ def test_off_loopback_without_token_refuses_to_start():
 
 def test_registry_sees_the_null_pack():
     assert registration.task("null/echo").domain == "null"
+
+
+def test_deleting_a_session_mid_step_answers_that_step_409(serve_app):
+    import threading
+
+    url = serve_app(create_app(FragileHost(width=320, height=200), request_timeout=60.0))
+    with httpx.Client(base_url=url, timeout=30) as c:
+        sid, other = new_session(c), new_session(c)
+        reset(c, sid)
+        reset(c, other)
+        answered = {}
+        hang = threading.Thread(target=lambda: answered.update(resp=httpx.post(
+            f"{url}/v1/sessions/{sid}/step", json={"action": {"type": "key", "keys": ["f11"]}}, timeout=30)))
+        hang.start()
+        while not any(s["session_id"] == sid and s["step"] == 1 for s in c.get("/v1/sessions").json()["sessions"]):
+            time.sleep(0.01)  # until the step is under way
+        assert c.delete(f"/v1/sessions/{sid}").status_code == 200
+        hang.join(30)
+        resp = answered["resp"]
+        assert resp.status_code == 409 and error_of(resp)["code"] == "session_closed", resp.text
+        assert "was closed during step" in error_of(resp)["message"]
+        assert c.post(f"/v1/sessions/{sid}/step", json={"action": {"type": "wait", "seconds": 0}}).status_code == 404
+        assert c.post(f"/v1/sessions/{other}/step", json={"action": {"type": "wait", "seconds": 0}}).status_code == 200
+        assert c.get("/v1/health").json()["failed_requests"] == 0  # a close is no environment failure
+
+
+@pytest.mark.parametrize("domain", ["null", "pytool", "web", "desktop", "android"])
+async def test_every_domain_refuses_a_negative_seed_at_the_door(domain):
+    """The seed is checked by the reset body's model, before any domain's RNG could meet it."""
+    app = create_app(registration.host_class(domain)())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+        resp = await c.post("/v1/sessions/any/reset", json={"seed": -1})
+    assert resp.status_code == 422, resp.text
+    assert error_of(resp)["message"] == "invalid request: seed: Input should be greater than or equal to 0"
+
+
+async def test_a_png_frame_is_encoded_off_the_event_loop():
+    """While one session's large PNG frame is encoded, another session's step is answered."""
+    app = create_app(FragileHost(width=320, height=200))
+    manager = app.state.manager
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+        big = (await c.post("/v1/sessions", json={"env_options": {"width": 7680, "height": 4320}})).json()["session_id"]
+        small = (await c.post("/v1/sessions", json={})).json()["session_id"]
+        assert (await c.post(f"/v1/sessions/{small}/reset", json={"task_id": "null/echo"})).status_code == 200
+        encoding = asyncio.ensure_future(c.post(f"/v1/sessions/{big}/reset", json={
+            "task_id": "null/echo", "frame": {"encoding": "png"}}))
+        while manager.sessions[big].status != "running":  # set just before its frame is encoded
+            await asyncio.sleep(0)
+        step = await c.post(f"/v1/sessions/{small}/step", json={"action": {"type": "wait", "seconds": 0},
+                                                                 "frame": {"encoding": "raw"}})
+        assert step.status_code == 200
+        assert not encoding.done(), "the other session's step waited for the PNG encode"
+        big_frame, _ = unpack_frame((await encoding).content)
+        assert big_frame.screenshot.shape == (4320, 7680, 3)

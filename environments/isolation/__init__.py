@@ -1,0 +1,1 @@
+"""Containment the sandboxed domains share: control groups and size-capped tmpfs quotas."""
