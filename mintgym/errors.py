@@ -1,4 +1,7 @@
-"""Layer 0: infrastructure faults. Agent mistakes are observations (info["error"]); these are exceptions."""
+"""Layer 0: infrastructure faults. Agent mistakes are observations (info["error"]); these are exceptions.
+
+The one agent mistake that is an exception, :class:`ContextOverflow` (a model call whose prompt outgrew the
+context), is deliberately not a :class:`MintGymError`."""
 
 from __future__ import annotations
 
@@ -45,6 +48,14 @@ class TaskUnavailable(MintGymError):
 
 class PolicyError(MintGymError):
     """The policy failed (its model server is down, it crashed): the episode ends in error, the env is fine."""
+
+
+class ContextOverflow(ValueError):
+    """A prompt longer than the model's context (``max_model_len``), raised by the inference engines.
+
+    Not an infrastructure fault, so not a :class:`MintGymError`: the agent's own turns made its prompt outgrow
+    the context, and the episode ends as the agent's failure (trained on, see ``mintgym.rollout.episode``).
+    """
 
 
 class EpisodeStateError(MintGymError, RuntimeError):

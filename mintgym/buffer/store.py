@@ -14,10 +14,12 @@ Admission only avoids spending work on groups that will surely be dropped. A gro
 version it would be consumed at, estimated from the work of its own domain that will actually be consumed
 ahead of it, is within its bound: the batches already built (each took the domain's quota, or left it
 short), the domain's groups taken into the open batch, its queued groups and its groups in flight that are
-still within the bound, the domain's quota to a version (``estimated_version``). Counting per domain
-matters because batches take fixed quotas per domain: a fast domain's groups filling the estimate would
-deny a slow domain's groups the very batch that waits for them. A group already beyond the bound at the
-trainer's current version is never admitted.
+still within the bound, filling the domain's quotas of the coming batches in the mixer's schedule
+(``estimated_version``; a batch where the domain's quota is 0 takes none of them, so no group is admitted
+into it only to be dropped). Counting per domain matters because batches take quotas per domain: a fast
+domain's groups filling the estimate would deny a slow domain's groups the very batch that waits for them.
+A group already beyond the bound at the trainer's current version is never admitted, nor one of a domain
+of weight 0.
 
 The streamed batch keeps its word to those groups in flight: groups are taken on the oldest weights first,
 and the open batch leaves room for each of the domain's groups in flight whose last chance it is (sampled
@@ -98,33 +100,32 @@ class TrajectoryBuffer:
             self._notify()
         return len(stale)
 
-    def estimated_version(self, policy_version: int, domain: str | None = None) -> int:
+    def estimated_version(self, policy_version: int, domain: str | None = None) -> int | None:
         """The trainer version a group of ``domain`` sampled at ``policy_version`` and admitted now would be
         consumed at: the batches built, then the domain's groups in the open batch, its queued and in-flight
-        groups still within the bound, its quota to a version (see the module docstring). A domain with no
-        quota is never waited for: the trainer's version."""
+        groups still within the bound, filling the domain's quotas of the coming batches (see the module
+        docstring), batches where its quota is 0 skipped. None for a domain of weight 0: never."""
         domain = self._domain(domain)
-        quota = self.mixer.quotas(self.groups_per_step)[domain]
-        if quota == 0:
-            return self.trainer_version
-        built = self.mixer.totals[domain].quota // quota
-        return max(self.trainer_version, built + self._ahead(domain) // quota)
+        landing = self.mixer.landing(domain, self._ahead(domain), self.groups_per_step)
+        return None if landing is None else max(self.trainer_version, self.mixer.batches + landing)
 
     def room(self, policy_version: int) -> dict[str, int | None]:
         """Per domain, how many more groups sampled at ``policy_version`` would be admitted now, one after
         another (None: no lag bound, any number). Workers start their next group in a domain with room, so a
         slot does not sit in admission for a domain whose versions are full while another domain's batch
-        waits for a slot. A domain with no quota has no room."""
+        waits for a slot. A domain's room is its quotas in the batches up to the group's bound, less the
+        groups ahead of it: none where those quotas are all 0."""
         out: dict[str, int | None] = {}
-        for domain, quota in self.mixer.quotas(self.groups_per_step).items():
-            if quota == 0 or (self.max_lag is not None and self.trainer_version - policy_version > self.max_lag):
+        versions = 0 if self.max_lag is None else policy_version + self.max_lag - self.mixer.batches + 1
+        coming = self.mixer.schedule(self.groups_per_step, versions) if versions > 0 else []
+        for domain in self.mixer.domains:
+            if self.mixer.shares[domain] == 0 or (
+                    self.max_lag is not None and self.trainer_version - policy_version > self.max_lag):
                 out[domain] = 0
             elif self.max_lag is None:
                 out[domain] = None
-            else:  # admitted while the groups ahead of it fill fewer than the versions up to its bound
-                built = self.mixer.totals[domain].quota // quota
-                versions = policy_version + self.max_lag - built + 1
-                out[domain] = max(0, versions * quota - self._ahead(domain))
+            else:  # admitted while the groups ahead of it fill less than its quotas up to its bound
+                out[domain] = max(0, sum(q[domain] for q in coming) - self._ahead(domain))
         return out
 
     def _ahead(self, domain: str) -> int:
@@ -181,9 +182,15 @@ class TrajectoryBuffer:
         return reservation
 
     def _reserve(self, worker_id: int, policy_version: int, domain: str) -> int | None:
-        if (self.max_lag is not None
-                and self.estimated_version(policy_version, domain) - policy_version > self.max_lag):
+        if self.mixer.shares[domain] == 0:
             return None
+        if self.max_lag is not None:
+            # the batch it would land in, among those up to its bound (the rest: denied, whatever their quotas)
+            bound = policy_version + self.max_lag - self.mixer.batches + 1
+            landing = self.mixer.landing(domain, self._ahead(domain), self.groups_per_step, max(0, bound))
+            version = None if landing is None else max(self.trainer_version, self.mixer.batches + landing)
+            if version is None or version - policy_version > self.max_lag:
+                return None
         reservation = next(self._ids)
         self._reservations[reservation] = (worker_id, policy_version, domain)
         self.counts["admitted"] += 1
@@ -342,7 +349,7 @@ class TrajectoryBuffer:
         return {"counts": dict(self.counts), "domains": {d: asdict(s) for d, s in self.mixer.totals.items()},
                 "trainer_version": self.trainer_version, "queued": len(self.mixer),
                 "reserved": len(self._reservations), "consumed_lags": dict(self.consumed_lags),
-                "worker_restarts": dict(self.worker_restarts)}
+                "worker_restarts": dict(self.worker_restarts), "mixer": self.mixer.state_dict()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore the accounting; what was queued or in flight at the checkpoint is counted lost_on_resume."""
@@ -351,6 +358,10 @@ class TrajectoryBuffer:
             if d in self.mixer.totals:
                 self.mixer.totals[d] = DomainStats(**s)
         self._count_drops()
+        if "mixer" in state:
+            self.mixer.load_state_dict(state["mixer"])
+        else:  # a checkpoint from before the schedule was kept: its batches from the quotas, a new schedule
+            self.mixer.batches = sum(s.quota for s in self.mixer.totals.values()) // self.groups_per_step
         self.trainer_version = int(state["trainer_version"])
         self.counts["lost_on_resume"] += int(state["queued"]) + int(state["reserved"])
         self.consumed_lags = {int(k): int(v) for k, v in state.get("consumed_lags", {}).items()}

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Self
 
 from mintgym.inference.types import Generation, GenerationRequest
+
+#: How vLLM (offline or served) says a prompt does not fit the model's context: the engines raise
+#: :class:`~mintgym.errors.ContextOverflow` on it.
+CONTEXT_OVERFLOW = re.compile(r"maximum (?:context|model) length", re.IGNORECASE)
 
 
 class InferenceEngine(ABC):

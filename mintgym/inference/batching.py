@@ -27,8 +27,9 @@ class RequestBatcher:
     A batch closes when no request came for ``window_s``, or ``max_wait_s`` (default 5 x ``window_s``) after
     it began collecting, so a burst of callers is seen whole before it is split by priority; requests beyond
     ``max_batch_size`` wait for the next batch, which goes at once if they fill it, ahead of any less urgent
-    newcomer. The engine runs in a thread, so the event loop keeps accepting requests meanwhile. An engine
-    error fails that batch's requests only.
+    newcomer. The engine runs in a thread, so the event loop keeps accepting requests meanwhile. A batch
+    whose engine call fails is sent again one request at a time, so an error reaches only the callers whose
+    own request fails.
     """
 
     def __init__(self, engine: InferenceEngine, max_batch_size: int = 16, window_s: float = 0.010,
@@ -70,6 +71,16 @@ class RequestBatcher:
         await self._queue.put(_Pending(request, future, time.perf_counter()))
         return await future
 
+    async def _alone(self, pending: _Pending) -> Generation | None:
+        """``pending``'s request in a call of its own: its generation, or None once its caller got the error."""
+        try:
+            [result] = await asyncio.to_thread(self.engine.generate, [pending.request])
+        except Exception as err:  # noqa: BLE001 - handed to this request's caller
+            if not pending.future.done():
+                pending.future.set_exception(err)
+            return None
+        return result
+
     async def _run(self) -> None:
         assert self._queue is not None
         waiting: list[tuple[int, int, _Pending]] = []  # a heap: (priority, arrival, request)
@@ -109,12 +120,17 @@ class RequestBatcher:
             started = time.perf_counter()
             try:
                 results = await asyncio.to_thread(self.engine.generate, [p.request for p in batch])
-            except Exception as err:  # noqa: BLE001 - handed to every caller of this batch, not swallowed
-                for p in batch:
-                    if not p.future.done():
-                        p.future.set_exception(err)
-                continue
+            except Exception as err:  # noqa: BLE001 - handed to the callers whose own request fails, not swallowed
+                if len(batch) == 1:
+                    if not batch[0].future.done():
+                        batch[0].future.set_exception(err)
+                    continue
+                # One bad request (a prompt over the context, say) fails the whole call: each request is sent
+                # again alone, so only its own caller gets the error, never the other episodes batched with it.
+                results = [await self._alone(p) for p in batch]
             for p, result in zip(batch, results):
+                if result is None:
+                    continue
                 result.timings["queue"] = result.timings.get("queue", 0.0) + started - p.enqueued
                 if not p.future.done():
                     p.future.set_result(result)

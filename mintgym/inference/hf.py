@@ -10,21 +10,30 @@ by :func:`~mintgym.inference.logprobs.sequence_logprobs` on the unpadded sequenc
 trainer uses (zero mismatch at equal weights). With it off they are the sampler's own: the decode step's
 raw logits (left-padded, KV-cached) under ``log_softmax(logits / temperature)``, before top-p truncation.
 Either way the vision placeholder tokens are masked out (see :mod:`mintgym.inference.logprobs`).
+
+The checkpoint's ``generation_config.json`` never reaches ``generate``: transformers would fill every field
+the engine leaves unset from it (a repetition penalty, ``no_repeat_ngram_size``, forced tokens...), acting on
+the logits before :class:`_RowSampler` (see :mod:`mintgym.inference.checkpoint_sampling`). During
+``generate`` the model carries a generation config that holds only the checkpoint's special tokens.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import torch
 
+from mintgym.errors import ContextOverflow
 from mintgym.inference.base import InferenceEngine
+from mintgym.inference.checkpoint_sampling import ignored_settings, say_ignored
 from mintgym.inference.images import DEFAULT_MAX_IMAGE_PIXELS
 from mintgym.inference.logprobs import Layout, SequenceInput, mask_logits, sequence_logprobs, suppressed_token_ids
 from mintgym.inference.messages import split_messages
@@ -89,6 +98,18 @@ class _RowSampler:
         return self.done.clone().to(input_ids.device)
 
 
+@contextmanager
+def _generation_config(model: Any, config: Any) -> Iterator[None]:
+    """``model.generation_config`` is ``config`` inside the block and the model's own again after it (a model
+    shared with a trainer saves its checkpoint's settings as they were)."""
+    own = model.generation_config
+    model.generation_config = config
+    try:
+        yield
+    finally:
+        model.generation_config = own
+
+
 class HFEngine(InferenceEngine):
     """A transformers image-text-to-text model (Qwen2-VL family) in this process.
 
@@ -102,6 +123,9 @@ class HFEngine(InferenceEngine):
         max_image_pixels: larger images are refused with :class:`~mintgym.inference.images.ImageTooLarge`.
         seed: seeds the stream that requests without a seed draw from.
         policy_version: version of the initial weights.
+        max_model_len: most tokens of prompt and response (default: the text model's
+            ``max_position_embeddings``); a longer prompt raises :class:`~mintgym.errors.ContextOverflow`, and a
+            response stops (``length``) where it would pass it, as vLLM does.
     """
 
     def __init__(
@@ -118,6 +142,7 @@ class HFEngine(InferenceEngine):
         max_image_pixels: int | None = DEFAULT_MAX_IMAGE_PIXELS,
         seed: int = 0,
         policy_version: int = 0,
+        max_model_len: int | None = None,
     ):
         from mintgym.models.loading import load_model, load_processor
 
@@ -128,6 +153,11 @@ class HFEngine(InferenceEngine):
             processor = processor if processor is not None else load_processor(model_path)
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        if max_model_len is None:
+            max_model_len = getattr(model.config.get_text_config(), "max_position_embeddings", None)
+        if max_model_len is not None and (not isinstance(max_model_len, int) or max_model_len < 2):
+            raise ValueError(f"max_model_len must be an integer >= 2, got {max_model_len!r}")
+        self.max_model_len = max_model_len
         self.model = model.eval()
         self.processor = processor
         self.tokenizer = processor.tokenizer
@@ -146,6 +176,14 @@ class HFEngine(InferenceEngine):
         self.eos_token_ids = eos
         self._suppressed = torch.tensor(suppressed_token_ids(model), dtype=torch.long)
         self.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos[0]
+        say_ignored("hf", self.name, ignored_settings(model.generation_config))
+        from transformers import GenerationConfig
+
+        #: What the model's generation config is while it generates: the special tokens alone.
+        self._special_tokens_only = GenerationConfig(
+            eos_token_id=self.eos_token_ids, pad_token_id=self.pad_token_id,
+            bos_token_id=model.generation_config.bos_token_id,
+            decoder_start_token_id=model.generation_config.decoder_start_token_id)
 
     @property
     def policy_version(self) -> int:
@@ -179,13 +217,21 @@ class HFEngine(InferenceEngine):
         enc = {k: v.to(self.device) for k, v in enc.items()}
         rows = self._split_rows(enc, [len(imgs) for _, imgs in prepared])
         params = [r.sampling for r in requests]
+        if self.max_model_len is not None:
+            for i, row in enumerate(rows):
+                if len(row["prompt_ids"]) >= self.max_model_len:
+                    raise ContextOverflow(f"request {i}: its prompt of {len(row['prompt_ids'])} tokens leaves no "
+                                          f"room for a response in max_model_len={self.max_model_len}")
+            params = [dataclasses.replace(p, max_new_tokens=min(p.max_new_tokens,
+                                                                self.max_model_len - len(row["prompt_ids"])))
+                      for p, row in zip(params, rows)]
         seeds = [p.seed if p.seed is not None else int(self._seeds.integers(2**62)) for p in params]
         sampler = _RowSampler(params, seeds, set(self.eos_token_ids), self.tokenizer, self._suppressed)
         config = GenerationConfig(
             max_new_tokens=max(p.max_new_tokens for p in params), do_sample=False,
             eos_token_id=self.eos_token_ids, pad_token_id=self.pad_token_id,
         )
-        with torch.no_grad():
+        with torch.no_grad(), _generation_config(self.model, self._special_tokens_only):
             self.model.generate(**enc, generation_config=config, logits_processor=[sampler],
                                 stopping_criteria=[sampler.stopping])
         t_gen = time.perf_counter()

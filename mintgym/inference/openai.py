@@ -12,7 +12,8 @@ warning on the ``mintgym.inference.openai`` logger) and goes on without them; ``
 error, ``"off"`` never asks for token ids or logprobs.
 
 Connection errors, timeouts, 408, 429 and 5xx are retried with exponential backoff; other 4xx answers and
-exhausted retries raise :class:`mintgym.errors.ServerError` naming the status and the server's message.
+exhausted retries raise :class:`mintgym.errors.ServerError` naming the status and the server's message, but for
+a 400 saying the prompt is over the model's context, which raises :class:`mintgym.errors.ContextOverflow`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from typing import Any
 
 import httpx
 
-from mintgym.errors import ServerError
-from mintgym.inference.base import InferenceEngine
+from mintgym.errors import ContextOverflow, ServerError, first_line
+from mintgym.inference.base import CONTEXT_OVERFLOW, InferenceEngine
 from mintgym.inference.images import to_data_url
 from mintgym.inference.types import Generation, GenerationRequest
 
@@ -170,6 +171,8 @@ class OpenAIEngine(InferenceEngine):
     def _drop_refused(self, err: ServerError, payload: dict[str, Any]) -> None:
         """Take the optional fields a 400/422 answer names out of ``payload`` (auto), else re-raise ``err``."""
         message = str(err)
+        if err.status == 400 and CONTEXT_OVERFLOW.search(message):
+            raise ContextOverflow(f"{self.base_url}: {first_line(message)}") from err
         refused = [f for f, named in _OPTIONAL_FIELDS.items()
                    if f in payload and err.status in (400, 422) and named.search(message)]
         if not refused:

@@ -21,6 +21,12 @@ forward ``reset_encoder_cache`` in the vLLM sources read, its ``llm_engine`` (V1
 vllm-project/vllm#33452 (January 2026, before 0.19.1, the ``vllm`` extra's lower bound): whichever of the
 two has it is called (checked with ``getattr``), and a vLLM with neither gets a warning instead.
 
+Sampling uses MintGym's :class:`~mintgym.inference.types.SamplingParams` alone: the engine starts vLLM with
+``generation_config="vllm"`` (vLLM's own defaults, not the checkpoint's ``generation_config.json``, see
+:mod:`mintgym.inference.checkpoint_sampling`) and gives every request explicit ``SamplingParams`` with the
+penalties, ``top_k``, ``min_p`` and ``min_tokens`` off. The checkpoint's end-of-response token ids, which vLLM
+would otherwise read from that file, are passed as ``stop_token_ids`` (the ids the hf engine stops on).
+
 Logprobs: by default ``logprobs_mode="processed_logprobs"`` (vLLM >= 0.10.2): after temperature (and
 top-p/top-k, when set), i.e. the sampling distribution. The trainer's recompute uses the temperature only,
 so with ``top_p < 1`` the two differ on truncated tokens; measure with the mismatch metrics.
@@ -39,8 +45,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mintgym.inference.base import InferenceEngine
+from mintgym.errors import ContextOverflow, first_line
+from mintgym.inference.base import CONTEXT_OVERFLOW, InferenceEngine
 from mintgym.inference.batching import RequestBatcher
+from mintgym.inference.checkpoint_sampling import ignored_settings, say_ignored
 from mintgym.inference.images import DEFAULT_MAX_IMAGE_PIXELS
 from mintgym.inference.messages import split_messages
 from mintgym.inference.types import Generation, GenerationRequest, SamplingParams
@@ -70,15 +78,28 @@ def build_prompt(processor: Any, request: GenerationRequest,
     return prompt
 
 
-def sampling_kwargs(params: SamplingParams, suppressed: Iterable[int] = ()) -> dict[str, Any]:
+#: ``vllm.SamplingParams`` fields that would change the distribution sampled from, all off: set on every
+#: request so that no default (the class's or a server's from the checkpoint) can turn one on.
+NEUTRAL_SAMPLING = {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+                    "frequency_penalty": 0.0, "min_tokens": 0}
+#: ``vllm.LLM`` arguments the engine sets itself: vLLM's sampling defaults, never the checkpoint's.
+OWN_LLM_ARGS = {"generation_config": "vllm"}
+
+
+def sampling_kwargs(params: SamplingParams, suppressed: Iterable[int] = (),
+                    stop_token_ids: Iterable[int] = ()) -> dict[str, Any]:
     """Keyword arguments of ``vllm.SamplingParams`` for these sampling params; the ``suppressed`` token ids get a
     ``logit_bias`` of -inf, an exact exclusion (vLLM adds the bias to the logits before sampling and before
     its processed logprobs, and checks only that the ids are in the vocabulary; ``bad_words`` would go by
-    text, re-tokenized with and without a leading space)."""
+    text, re-tokenized with and without a leading space). ``stop_token_ids`` end a response (kept in it);
+    every other sampling setting is off (:data:`NEUTRAL_SAMPLING`)."""
     kwargs: dict[str, Any] = {
         "n": 1, "max_tokens": params.max_new_tokens, "temperature": params.temperature, "top_p": params.top_p,
-        "logprobs": params.top_logprobs, "skip_special_tokens": True,
+        "logprobs": params.top_logprobs, "skip_special_tokens": True, **NEUTRAL_SAMPLING,
     }
+    stops = sorted({int(t) for t in stop_token_ids})
+    if stops:
+        kwargs["stop_token_ids"] = stops
     if params.seed is not None:
         kwargs["seed"] = params.seed
     if params.stop:
@@ -87,6 +108,41 @@ def sampling_kwargs(params: SamplingParams, suppressed: Iterable[int] = ()) -> d
     if bias:
         kwargs["logit_bias"] = bias
     return kwargs
+
+
+def engine_args(model_path: str | os.PathLike, *, max_images: int, seed: int, logprobs_mode: str | None,
+               **extra: Any) -> dict[str, Any]:
+    """The keyword arguments of ``vllm.LLM``: ``extra`` (``gpu_memory_utilization``, ``max_model_len``...) over
+    the engine's own, of which :data:`OWN_LLM_ARGS` may not be overridden (ValueError)."""
+    taken = sorted(k for k in ("generation_config", "override_generation_config") if k in extra
+                   and extra[k] != OWN_LLM_ARGS.get(k))
+    if taken:
+        raise ValueError(f"vllm engine: {', '.join(taken)} cannot be set: the engine samples with MintGym's "
+                         "SamplingParams only, never a checkpoint's generation config")
+    kwargs: dict[str, Any] = {
+        "model": str(model_path), "limit_mm_per_prompt": {"image": max_images}, "seed": seed,
+        "worker_extension_cls": "mintgym.inference.vllm_worker.WeightUpdateExtension", **OWN_LLM_ARGS,
+    }
+    if logprobs_mode is not None:
+        kwargs["logprobs_mode"] = logprobs_mode
+    kwargs.update(extra)
+    return kwargs
+
+
+def checkpoint_stops(model_path: str | os.PathLike, tokenizer: Any) -> tuple[list[int], dict[str, Any]]:
+    """The token ids that end a response (the checkpoint generation config's ``eos_token_id`` and the
+    tokenizer's, as the hf engine stops on) and the generation config's settings the engine ignores."""
+    from transformers import GenerationConfig
+
+    try:
+        config = GenerationConfig.from_pretrained(model_path)
+    except OSError:  # no generation_config.json: nothing to ignore, the tokenizer's end token alone
+        config = GenerationConfig()
+    eos = config.eos_token_id
+    stops = [eos] if isinstance(eos, int) else list(eos or [])
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in stops:
+        stops.append(tokenizer.eos_token_id)
+    return stops, ignored_settings(config)
 
 
 def checkpoint_state(model_path: str | os.PathLike) -> tuple[dict[str, tuple[int, ...]], list[int]]:
@@ -146,7 +202,8 @@ class VLLMEngine(InferenceEngine):
         policy_version: version of the initial weights.
         max_batch_size: most requests of concurrent ``agenerate`` calls in one ``LLM.generate`` call.
         batch_window_s: how long a batch waits for more requests (see :class:`RequestBatcher`).
-        **llm_kwargs: passed to ``vllm.LLM`` (``gpu_memory_utilization``, ``max_model_len``, ``dtype``...).
+        **llm_kwargs: passed to ``vllm.LLM`` (``gpu_memory_utilization``, ``max_model_len``, ``dtype``...); not
+            ``generation_config``, which the engine sets to ``"vllm"`` (see :func:`engine_args`).
     """
 
     def __init__(
@@ -171,17 +228,14 @@ class VLLMEngine(InferenceEngine):
         self.processor = load_processor(model_path)
         self.tokenizer = self.processor.tokenizer
         self._shapes, self.suppressed_token_ids = checkpoint_state(model_path)
+        #: The token ids that end a response (see :func:`checkpoint_stops`).
+        self.stop_token_ids, ignored = checkpoint_stops(model_path, self.tokenizer)
+        say_ignored("vllm", self.name, ignored)
         self.max_batch_size = max_batch_size
         self.batch_window_s = batch_window_s
         self._batchers: dict[asyncio.AbstractEventLoop, RequestBatcher] = {}
-        kwargs: dict[str, Any] = {
-            "model": str(model_path), "limit_mm_per_prompt": {"image": max_images}, "seed": seed,
-            "worker_extension_cls": "mintgym.inference.vllm_worker.WeightUpdateExtension",
-        }
-        if logprobs_mode is not None:
-            kwargs["logprobs_mode"] = logprobs_mode
-        kwargs.update(llm_kwargs)
-        self.llm = vllm.LLM(**kwargs)
+        self.llm = vllm.LLM(**engine_args(model_path, max_images=max_images, seed=seed,
+                                          logprobs_mode=logprobs_mode, **llm_kwargs))
         import torch
 
         dtype = getattr(getattr(self.llm, "model_config", None), "dtype", None)
@@ -201,11 +255,17 @@ class VLLMEngine(InferenceEngine):
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         asked = time.perf_counter()
         prompts = [build_prompt(self.processor, r, self.max_image_pixels) for r in requests]
-        params = [self._vllm.SamplingParams(**sampling_kwargs(r.sampling, self.suppressed_token_ids))
+        params = [self._vllm.SamplingParams(**sampling_kwargs(r.sampling, self.suppressed_token_ids,
+                                                              self.stop_token_ids))
                   for r in requests]
         with self._lock:
             started = time.perf_counter()
-            outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            try:
+                outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            except ValueError as err:  # vLLM refuses a prompt over max_model_len with a ValueError
+                if CONTEXT_OVERFLOW.search(str(err)):
+                    raise ContextOverflow(first_line(err)) from err
+                raise
             version = self._version
         done = time.perf_counter()
         results = []

@@ -61,10 +61,17 @@ def load_model(path: str | os.PathLike, dtype: Any = None, device: str = "cpu") 
 
 
 def save_processor(processor: Any, path: str | os.PathLike) -> None:
-    """Save a processor so that ``AutoProcessor.from_pretrained`` (and :func:`load_processor`) read it."""
+    """Save a processor so that ``AutoProcessor.from_pretrained`` (and :func:`load_processor`) read it back as its
+    own class (``Qwen2VLProcessor``, ``Qwen2_5_VLProcessor`` ...)."""
+    import transformers
+
+    name = type(processor).__name__  # the class wrapped by _image_only_processor_class keeps its base's name
+    if not isinstance(processor, getattr(transformers, name, ())):
+        raise TypeError(f"save_processor: {type(processor).__qualname__} is not a transformers processor class, so "
+                        "AutoProcessor could not load it back")
     out = Path(path)
     processor.tokenizer.save_pretrained(out)
     processor.image_processor.save_pretrained(out)
-    (out / "processor_config.json").write_text(json.dumps({"processor_class": "Qwen2VLProcessor"}, indent=2) + "\n")
+    (out / "processor_config.json").write_text(json.dumps({"processor_class": name}, indent=2) + "\n")
     if processor.chat_template:
         (out / "chat_template.jinja").write_text(processor.chat_template)

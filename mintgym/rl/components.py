@@ -27,7 +27,7 @@ from mintgym.rl.sync import WeightSync, worker_doing
 from mintgym.rl.warm_start import warm_start
 from mintgym.runtime.fleet import ServerGroup
 from mintgym.runtime.providers import ServerHandle
-from mintgym.trainer.ckpt import load_latest, save_checkpoint
+from mintgym.trainer.ckpt import load_latest, save_checkpoint, seed_all
 from mintgym.trainer.config import RunConfig
 from mintgym.trainer.learner import Learner
 
@@ -38,12 +38,19 @@ class EpisodeReport:
 
     #: Episodes that ended (a sample, or a failure).
     episodes: int = 0
-    #: Episodes that failed: an ``error`` or ``timeout`` trajectory, or an exception.
+    #: Episodes that failed by an infrastructure fault (``mintgym.rollout.episode.drop_cause``), or raised.
     errors: int = 0
+    #: Groups pushed to the buffer.
+    groups: int = 0
     #: Groups not pushed because an episode of theirs failed.
     lost_groups: int = 0
     #: Failed episodes per kind (the error's first line).
     kinds: dict[str, int] = field(default_factory=dict)
+    #: Lost groups per cause (``env_fault``, ``reset_failed``, ``env_stall``, ``policy_error``, ...).
+    drop_causes: dict[str, int] = field(default_factory=dict)
+    #: Episodes that failed by the agent's own doing other than by the task's verdict (a timeout while it
+    #: acted, a context overflow, an agent-made fault): pushed and trained on with their reward.
+    agent_failures: int = 0
 
     @property
     def all_failed(self) -> bool:
@@ -55,8 +62,12 @@ class EpisodeReport:
         return max(self.kinds.items(), key=lambda kv: kv[1], default=("(no message)", self.errors))
 
     def metrics(self) -> dict[str, float]:
+        """Counts since the last report; ``rollout/drop_rate/<cause>``: that cause's lost groups over all the
+        groups that ended (pushed or lost)."""
+        ended = max(1, self.groups + self.lost_groups)
         return {"rollout/episodes": float(self.episodes), "rollout/episode_errors": float(self.errors),
-                "rollout/lost_groups": float(self.lost_groups)}
+                "rollout/lost_groups": float(self.lost_groups), "rollout/agent_failures": float(self.agent_failures),
+                **{f"rollout/drop_rate/{cause}": count / ended for cause, count in sorted(self.drop_causes.items())}}
 
     def summary(self) -> str:
         """The progress line's part: empty when no episode failed."""
@@ -72,7 +83,7 @@ class Run:
 
     def __init__(self, cfg: RunConfig, out: Path, log: Callable[[str], None]):
         self.cfg, self.out, self.log = cfg, out, log
-        torch.manual_seed(cfg.train.seed)
+        seed_all(cfg.train.seed)  # a resume then sets them as its checkpoint saved them
         torch.set_num_threads(cfg.rollout.torch_threads)
         self.model_path = wiring.model_path(cfg)
         self.workers: list[Any] = []
@@ -267,10 +278,14 @@ class Run:
             report.episodes += now["episodes"] - before.get("episodes", 0)
             report.errors += now["errors"] - before.get("errors", 0)
             report.lost_groups += now["lost_groups"] - before.get("lost_groups", 0)
-            for kind, count in now["error_kinds"].items():
-                new = count - before.get("error_kinds", {}).get(kind, 0)
-                if new:
-                    report.kinds[kind] = report.kinds.get(kind, 0) + new
+            report.groups += now["groups"] - before.get("groups", 0)
+            report.agent_failures += now["agent_failures"] - before.get("agent_failures", 0)
+            for counts, seen, into in ((now["error_kinds"], before.get("error_kinds", {}), report.kinds),
+                                       (now["drop_causes"], before.get("drop_causes", {}), report.drop_causes)):
+                for kind, count in counts.items():
+                    new = count - seen.get(kind, 0)
+                    if new:
+                        into[kind] = into.get(kind, 0) + new
             self._seen[i] = now
         return report
 

@@ -123,7 +123,7 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
         end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
         first_step, t_loop = run.step, time.monotonic()
         max_failed = tc.max_failed_steps
-        failed_steps = 0  # steps in a row that trained on nothing because every episode failed
+        failed_steps = 0  # steps in a row that trained on nothing because every episode that ended failed
         while run.step < end:
             t0 = time.monotonic()
             if tc.mode == "sync":
@@ -158,7 +158,11 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
             per_step = (time.monotonic() - t_loop) / (run.step - first_step)
             log(logger.progress(run.step, end, metrics, elapsed=time.monotonic() - t_start,
                                 eta=per_step * (end - run.step)) + episodes.summary())
-            failed_steps = failed_steps + 1 if episodes.all_failed and not metrics.get("samples") else 0
+            if metrics.get("samples") or (episodes.episodes and not episodes.all_failed):
+                failed_steps = 0
+            elif episodes.all_failed:
+                failed_steps += 1
+            # else no episode ended during this step: the streak neither grows nor breaks
             if max_failed and failed_steps >= max_failed:
                 kind, count = episodes.most_frequent()
                 raise MintGymError(f"{failed_steps} steps in a row trained on nothing: every episode failed "

@@ -97,12 +97,15 @@ def check_dataset(cfg: RunConfig) -> str | None:
 
 def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, list[str]], out: Path,
                log: Callable[[str], None]) -> dict[str, Any] | None:
-    """Run the configured warm start on ``model`` in place; returns its summary (None: not configured). The
+    """Run the configured warm start on ``model`` in place (as the learner holds it: float32 masters under
+    ``train.precision: mixed``, trained under its autocast); returns its summary (None: not configured). The
     summary also goes to ``<out>/warm_start/summary.json``."""
     import datasets
+    import torch
 
     from mintgym.inference.hf import HFEngine
     from mintgym.rollout.agents import agent_factory
+    from mintgym.trainer.precision import Precision
     from mintgym.trainer.sft import dataset_sequences, supervised_steps
     from mintgym.trajectory.imitation import imitation_dataset
 
@@ -142,8 +145,9 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
     sequences = dataset_sequences(dataset, model, processor)
     log(f"warm start: {len(sequences)} sequences tokenized in {time.monotonic() - started:.0f} s")
     every = max(1, ws.steps // 10)
+    precision = Precision.of(getattr(torch, cfg.model.dtype or "float32"), cfg.train.precision)  # the learner's
     losses = supervised_steps(model, sequences, steps=ws.steps, lr=ws.lr, batch_size=ws.batch_size,
-                              seed=cfg.train.seed,
+                              seed=cfg.train.seed, micro_batch=cfg.train.micro_batch, precision=precision,
                               log=lambda k, loss: k % every == 0 and log(f"warm start step {k}/{ws.steps}: "
                                                                          f"loss {loss:.3f}"))
     summary.update(dataset=str(path), examples=len(sequences), first_loss=losses[0], last_loss=losses[-1],

@@ -2,9 +2,12 @@
 
 Agent mistakes (unparseable text, invalid actions) are steps with an error; a fault the agent's own action
 caused (``info["agent_fault"]``) ends the episode as a ``failure`` with reward 0 and its reason (never
-``error``: it is trained on and never retried); an environment or server fault ends the episode with status
-``error`` and its reason; an episode over its wall-clock budget ends
-with ``timeout``. Nothing is dropped: every episode returns a trajectory.
+``error``: it is trained on and never retried), and so does a prompt that outgrew the model's context
+(:class:`~mintgym.errors.ContextOverflow`, ``extra["fault"] = "context"``); an environment or server fault
+ends the episode with status ``error`` and its reason; an episode over its wall-clock budget ends with
+``timeout``, ``extra["timeout_in"]`` saying whether it was waiting on the ``agent`` (its model calls included)
+or the ``env`` (a reset or a step) when the budget ran out. Nothing is dropped: every episode returns a
+trajectory, and :func:`drop_cause` says which endings training may not use (infrastructure faults).
 
 :func:`play_pooled` is the one episode loop over an :class:`~mintgym.runtime.pool.EnvPool` that evaluation
 (``runner.run_jobs``) and training (the Ray rollout worker) share: take a reset session, play, and hand the
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from mintgym.action_spaces import action_set_for
 from mintgym.client.aio import AsyncSession
-from mintgym.errors import MintGymError, ServerError
+from mintgym.errors import ContextOverflow, MintGymError, ServerError
 from mintgym.policy import Agent, AgentContext
 from mintgym.runtime.pool import NO_SESSION, EnvPool
 from mintgym.trajectory.store import TrajectoryWriter
@@ -29,6 +32,20 @@ from mintgym.trajectory.types import StepRecord, Trajectory
 from mintgym.types import Observation
 
 SUCCESS_THRESHOLD = 1.0 - 1e-6
+
+
+def drop_cause(traj: Trajectory) -> str | None:
+    """None when an episode's ending is the agent's own doing, trained on with its reward: a success, a
+    failure (too many steps, an agent-made fault, a context overflow, unparseable answers) or a timeout while
+    the agent was acting. Else the infrastructure cause for which its group is dropped: ``env_fault`` (the
+    environment or its server failed), ``reset_failed``, ``env_stall`` (timed out waiting on the environment),
+    ``policy_error`` (the agent or its inference engine raised)."""
+    if traj.status in ("success", "failure"):
+        return None
+    if traj.status == "timeout":
+        return "env_stall" if traj.extra.get("timeout_in") == "env" else None
+    return {"env": "env_fault", "reset": "reset_failed", "agent": "policy_error"}.get(traj.extra.get("fault"),
+                                                                                     "error")
 
 
 def _status_for(reward: float, info: dict) -> str:
@@ -55,10 +72,15 @@ async def run_episode(session: AsyncSession, agent: Agent, task_id: str, *, seed
     except asyncio.TimeoutError:
         traj.status, traj.error = "timeout", f"episode exceeded its budget of {max_seconds:.0f}s"
         traj.extra["fault"] = "timeout"
-    except _AgentFailed as failure:  # the policy's fault: recorded as the episode's error, the env is fine
+        traj.extra["timeout_in"] = recorder.waiting_on
+    except _AgentFailed as failure:
         err = failure.__cause__
-        traj.status, traj.error = "error", f"agent {agent.name} failed: {type(err).__name__}: {err}"
-        traj.extra["fault"] = "agent"
+        if isinstance(err, ContextOverflow):  # the agent's turns outgrew the context: its failure, trained on
+            traj.status, traj.error = "failure", f"context overflow: {err}"
+            traj.extra["fault"] = "context"
+        else:  # the policy's fault: recorded as the episode's error, the env is fine
+            traj.status, traj.error = "error", f"agent {agent.name} failed: {type(err).__name__}: {err}"
+            traj.extra["fault"] = "agent"
     except MintGymError as err:  # the environment's or the server's fault
         traj.status, traj.error = "error", f"{type(err).__name__}: {err}"
         traj.extra["fault"] = "env"
@@ -120,6 +142,8 @@ class _Recorder:
     def __init__(self, run_dir: str | Path | None, traj: Trajectory):
         self.run_dir, self.traj = run_dir, traj
         self.writer: TrajectoryWriter | None = None
+        #: What the episode is waiting on: ``env`` (a reset or a step) or ``agent`` (its start or act).
+        self.waiting_on = "env"
 
     def open(self) -> TrajectoryWriter | None:
         if self.run_dir is not None:
@@ -135,15 +159,18 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
     context = AgentContext(task_id=task_id, domain=obs.domain, instruction=obs.instruction,
                            action_set=action_set_for(session.action_set), screen_size=obs.screen_size,
                            max_steps=int(info.get("max_steps", 0)), seed=seed, oracle=session.oracle_action)
+    recorder.waiting_on = "agent"
     await _ask(agent, agent.start(context))
     reward = 0.0
     while True:
         t0 = time.perf_counter()
+        recorder.waiting_on = "agent"
         decision = await _ask(agent, agent.act(obs))
         t_agent = time.perf_counter() - t0
         frame = writer.frame(obs.screenshot) if writer is not None else ""
         # The agent's typed action crosses the wire once; an action it could not express is an explicit
         # invalid step with its reason (its raw text is never parsed again, in another frame).
+        recorder.waiting_on = "env"
         result = await session.step(decision.action, agent_error=decision.error or "the agent gave no action")
         record = StepRecord(
             index=len(traj.steps), frame_id=obs.frame_id, screenshot=frame, screen_size=obs.screen_size,

@@ -22,9 +22,14 @@ A worker that dies is restarted by Ray (``max_restarts``); on its next ``run()``
 the buffer counts the reservations it held as lost. An env server that dies is restarted by the run, which
 hands the worker its replacement's URL (``use_env_servers``).
 
-Every episode that fails (an ``error`` or ``timeout`` trajectory, or an exception) is counted in ``status()``
-by kind (its error's first line), with the groups lost to such failures, so the run reports them each step
-and fails when nothing but failures comes back. A slot whose group pushed nothing waits before its next one
+An episode that fails through the agent's own doing (too many steps, an agent-made fault, a context
+overflow, unparseable answers, a timeout while the agent was acting: :func:`mintgym.rollout.episode.drop_cause`)
+is pushed and trained on as a failure with its reward, counted as ``agent_failures`` where it ended other than
+by the task's own verdict. Only an infrastructure fault (an ``env_fault``, ``reset_failed``, ``env_stall``,
+``policy_error``, an episode with no model call, an exception) drops its group: such episodes are counted in
+``status()`` by kind (their error's first line), and the groups lost per cause (``drop_causes``, the cause of
+the group's first failed episode), so the run reports them each step and fails when nothing but failures
+comes back. A slot whose group pushed nothing waits before its next one
 (0.1 s, doubling to 5 s), so a dead env server or a broken agent is not retried in a busy loop, and loads
 any newer weights meanwhile.
 """
@@ -162,9 +167,12 @@ class RolloutWorker:
         self.pools: dict[str, Any] = {}
         self.clients: list[Any] = []
         self.version: int = -1
-        self.stats = {"groups": 0, "episodes": 0, "errors": 0, "lost_groups": 0, "denied": 0, "weight_loads": 0}
+        self.stats = {"groups": 0, "episodes": 0, "errors": 0, "lost_groups": 0, "denied": 0, "weight_loads": 0,
+                      "agent_failures": 0}
         #: Failed episodes per kind: the error's type and first line (``error_kind``).
         self.error_kinds: dict[str, int] = {}
+        #: Groups lost per cause (``drop_cause``'s, ``no_model_call``, ``exception``).
+        self.drop_causes: dict[str, int] = {}
         #: Tells this actor's counts from those of the actor Ray restarts in its place (which start at 0).
         self.instance = uuid.uuid4().hex
         self._rng = random.Random(spec.seed * 7919 + spec.worker_id)
@@ -274,7 +282,7 @@ class RolloutWorker:
     def status(self) -> dict[str, Any]:
         return {"worker_id": self.spec.worker_id, "instance": self.instance, "version": self.version,
                 "in_flight": self.in_flight, "malloc": self.malloc.applied, "error_kinds": dict(self.error_kinds),
-                **self.stats}
+                "drop_causes": dict(self.drop_causes), **self.stats}
 
     async def use_env_servers(self, env_urls: dict[str, list[str]]) -> None:
         """Play on these env servers (per domain, in the order given before) from now on: the run restarted a
@@ -397,6 +405,8 @@ class RolloutWorker:
         good = [s for s in samples if isinstance(s, Sample)]
         if len(good) < len(samples) and not self._stop:
             self.stats["lost_groups"] += 1
+            cause = next(s if isinstance(s, str) else "exception" for s in samples if not isinstance(s, Sample))
+            self.drop_causes[cause] = self.drop_causes.get(cause, 0) + 1
         if reservation is None:
             return False  # never admitted (stopped, or every episode failed before its first model call)
         if len(good) < len(samples):
@@ -409,8 +419,9 @@ class RolloutWorker:
 
     async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int,
                        spec: WorkerSpec | None = None,
-                       before_call: Callable[[], Awaitable[None]] | None = None) -> Sample | None:
-        from mintgym.rollout.episode import play_pooled
+                       before_call: Callable[[], Awaitable[None]] | None = None) -> Sample | str:
+        """The episode's sample, or the cause for which its group cannot be trained on (counted as failed)."""
+        from mintgym.rollout.episode import drop_cause, play_pooled
 
         spec = spec or self.spec
         recorder = RecordingEngine(self.sampler, before_call, priority=lambda: self.model_call_priority(domain))
@@ -421,14 +432,18 @@ class RolloutWorker:
         try:
             traj = await play_pooled(self.pools[domain], agent, task_id, seed, episode_id,
                                      max_seconds=self.spec.episode_timeout, group_id=group_id)
-            if traj.status in ("error", "timeout"):
+            cause = drop_cause(traj)
+            if cause is not None:
                 self._failed(traj.error or traj.status, episode_id)
-                return None
-            if not recorder.calls:
-                self._failed("the episode ended before its first model call", episode_id)
-                return None
+                return cause
             recorder.attach(traj)
+            if not any(step.response_token_ids is not None for step in traj.steps):
+                # nothing sampled to push down (an overflow or a timeout in the first turn): no gradient
+                self._failed(f"the episode ended before its first model call ({traj.status})", episode_id)
+                return "no_model_call"
             sample = Sample.from_episode(traj, domain, self.spec.worker_id)
+            if traj.status == "timeout" or traj.extra.get("fault") in ("context", "agent_action"):
+                self.stats["agent_failures"] += 1
         except Exception as err:
             self._failed(f"{type(err).__name__}: {err}", episode_id)
             raise

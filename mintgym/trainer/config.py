@@ -6,7 +6,7 @@ naming the key::
 
     >>> cfg = RunConfig.from_dict({"model": {"path": "/tmp/m"}, "tasks": [{"id": "null/echo"}]})
     >>> cfg.train.correction
-    'unclipped_token_is'
+    'truncated_is'
     >>> apply_overrides({"train": {"lr": 0.1}}, ["train.lr=3e-4", "rollout.group_size=4"])
     {'train': {'lr': '3e-4'}, 'rollout': {'group_size': 4}}
 
@@ -26,6 +26,8 @@ import annotated_types
 import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from mintgym.buffer.mixer import unhonoured
 
 
 class ConfigError(ValueError):
@@ -172,12 +174,16 @@ class TrainConfig(_Part):
     steps: int = Field(50, ge=1, description="Optimizer steps to run (a rerun past them says the run is finished).")
     groups_per_step: int = Field(8, ge=1, description="Groups per step (the batch), split over domains by "
                                  "``domain_weights``.")
-    domain_weights: dict[str, float] | None = Field(None, description="Domain weights of the mixer, each > 0 "
-                                                    "(None: equal shares).")
+    domain_weights: dict[str, float] | None = Field(None, description="Domain weights of the mixer, each > 0, one "
+                                                    "for every domain of the tasks (None: equal shares). Each "
+                                                    "domain's share of the run, steps x groups_per_step x its "
+                                                    "weight / their sum, must reach one group.")
     max_lag: int | None = Field(4, ge=0, description="Most versions a sample may lag the trainer; enforced at "
                                 "admission and at batch time (None: unbounded; ``sync`` mode uses 0).")
     correction: Literal["none", "unclipped_token_is", "truncated_is", "ppo_clip"] = Field(
-        "unclipped_token_is", description="Off-policy correction.")
+        "truncated_is", description="Off-policy correction (see :mod:`mintgym.trainer.loss`): ``truncated_is`` "
+                                    "weighs each token by min(ratio, ``is_cap``); ``unclipped_token_is`` by the "
+                                    "ratio itself, bounded by nothing but the gradient norm clip.")
     advantage: Literal["grpo", "rloo"] = Field("grpo", description="Advantage estimator: ``grpo`` "
                                                "(group-normalized) or ``rloo`` (leave-one-out).")
     scale_advantages: bool = Field(True, description="Divide GRPO advantages by the group's reward std.")
@@ -186,10 +192,18 @@ class TrainConfig(_Part):
                                 "not settle on one answer before its rewards show which (0: none). A step whose "
                                 "advantages are all 0 is still skipped (``skip_no_signal``): the bonus alone, "
                                 "scaled up by Adam, would move a converged policy.")
-    is_cap: float = Field(2.0, gt=0, description="The truncation cap C of ``truncated_is``.")
+    is_cap: float = Field(2.0, gt=0, description="The truncation cap C of ``truncated_is``; every step logs the "
+                          "fraction of tokens whose ratio exceeds it (``is/capped_fraction``).")
     clip_eps: float = Field(0.2, gt=0, lt=1, description="The clip range of ``ppo_clip``.")
-    lr: float = Field(1e-5, gt=0, description="Adam learning rate.")
+    lr: float = Field(1e-5, gt=0, description="Adam learning rate (constant; a resume may change it: the "
+                      "optimizer then trains at this one, not the checkpoint's, and says so).")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient norm clip (None: no clipping).")
+    precision: Literal["mixed", "pure"] = Field(
+        "mixed", description="How a ``model.dtype`` below float32 trains: ``mixed`` keeps float32 master weights, "
+                             "gradients and Adam state, runs the forward and backward under autocast in "
+                             "``model.dtype`` and publishes the weights in ``model.dtype``; ``pure`` has Adam step "
+                             "the low-precision weights themselves (half the memory, but in bfloat16 an update "
+                             "much below 1/256 of a weight rounds to nothing). No effect on a float32 model.")
     skip_no_signal: bool = Field(True, description="Leave the weights as they are on a step whose advantages are "
                                  "all 0 (every group's rewards equal): Adam would otherwise keep moving them on "
                                  "its momentum alone, on a zero gradient.")
@@ -213,7 +227,8 @@ class TrainConfig(_Part):
                              "``final_eval.json`` (0: no evaluation).")
     eval_temperature: float | None = Field(None, ge=0, description="Sampling temperature of that evaluation "
                                            "(None: ``rollout.temperature``; 0: greedy, the policy's best answer).")
-    seed: int = Field(0, description="Seed of torch and the task streams.")
+    seed: int = Field(0, description="Seed of the trainer's random number generators (Python, NumPy, torch; a "
+                      "resume restores them from its checkpoint) and of the task streams.")
 
     @model_validator(mode="after")
     def _publish_delay_fits(self) -> TrainConfig:
@@ -261,6 +276,10 @@ class LogConfig(_Part):
                                "TensorBoard.")
 
 
+#: The warm start's learning rate for the tiny random model (``model.build_tiny``) when none is given.
+TINY_WARM_START_LR = 1e-3
+
+
 class WarmStartConfig(_Part):
     """Supervised steps before RL: behaviour cloning of a teacher in the run's own agent format
     (:mod:`mintgym.trainer.sft`). Only a fresh run warm-starts; a resumed one continues from its checkpoint."""
@@ -272,7 +291,9 @@ class WarmStartConfig(_Part):
                          "played (a task's ``seeds`` and ``oracle_seeds`` may not hold any).")
     dataset: str | None = Field(None, description="Or a dataset written by ``mintgym export RUN --agent KIND``.")
     steps: int = Field(0, ge=0, description="Supervised steps (0: no warm start).")
-    lr: float = Field(1e-3, gt=0, description="Adam learning rate of the supervised steps.")
+    lr: float | None = Field(None, gt=0, description="Adam learning rate of the supervised steps (None: "
+                             f"{TINY_WARM_START_LR} for the tiny model of ``model.build_tiny``; any other model needs "
+                             "it given: that lr would wreck a real checkpoint, which takes about 1e-5).")
     batch_size: int = Field(16, ge=1, description="Sequences per supervised step.")
 
     @model_validator(mode="after")
@@ -317,6 +338,9 @@ class RunConfig(_Part):
         if weights and set(weights) - set(self.domains):
             raise ValueError(f"train.domain_weights name {sorted(set(weights) - set(self.domains))}, "
                              f"not domains of the tasks ({self.domains})")
+        problem = unhonoured(self.domains, weights, self.train.groups_per_step, self.train.steps)
+        if problem:
+            raise ValueError(f"train.domain_weights, train.groups_per_step, train.steps: {problem}")
         seen = [e.domain for e in self.envs]
         if len(seen) != len(set(seen)):
             raise ValueError(f"envs: each domain once, got {seen}")
@@ -326,6 +350,17 @@ class RunConfig(_Part):
             raise ValueError(f"tasks: each task id once (its weight repeats it), got {twice[:3]} more than once")
         if self.weights.transport == "vllm" and self.engine.name != "vllm":
             raise ValueError("weights.transport vllm is vLLM's own update path: it needs engine.name: vllm")
+        return self
+
+    @model_validator(mode="after")
+    def _warm_start_lr(self) -> RunConfig:
+        """The tiny model's warm start lr by default; a real checkpoint's must be chosen."""
+        if self.warm_start.steps and self.warm_start.lr is None:
+            if not self.model.build_tiny:
+                raise ValueError(f"warm_start.lr: required for a model other than the tiny one (model.build_tiny is "
+                                 f"false); about 1e-5 suits a real checkpoint, the tiny model's {TINY_WARM_START_LR} "
+                                 "would wreck it")
+            self.warm_start.lr = TINY_WARM_START_LR
         return self
 
     @classmethod

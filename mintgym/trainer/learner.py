@@ -26,6 +26,7 @@ from mintgym.inference.logprobs import (SequenceInput, sequence_logprobs, sequen
 from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.loss import LossInputs, pad_right, policy_loss
 from mintgym.trainer.mismatch import mismatch_metrics
+from mintgym.trainer.precision import Precision, model_dtype
 
 
 class ImageLost(LookupError):
@@ -59,6 +60,8 @@ class _Accumulation:
     ratio_means: list[float] = field(default_factory=list)
     ratio_max: list[float] = field(default_factory=list)
     changed: list[float] = field(default_factory=list)
+    #: Token counts whose IS ratio exceeded ``is_cap`` (capped by ``truncated_is``).
+    capped: float = 0.0
     #: Token sum of the policy's entropy (only computed for an entropy bonus).
     entropy_sum: float = 0.0
     trainer_lp: list[torch.Tensor] = field(default_factory=list)
@@ -76,11 +79,15 @@ class _Accumulation:
 
 class Learner:
     """Owns the trainer's model and optimizer; ``step(batch)`` trains once and bumps ``version`` (or, for a
-    batch that arrives in parts: ``begin()``, ``add(groups)`` per part, ``finish(batch)``)."""
+    batch that arrives in parts: ``begin()``, ``add(groups)`` per part, ``finish(batch)``). A model given in a
+    low-precision dtype is trained as ``config.precision`` says (:mod:`mintgym.trainer.precision`): with
+    ``mixed`` it is turned into float32 master weights in place, and :meth:`state_dict` gives them back in
+    the dtype it came in."""
 
     def __init__(self, model: Any, processor: Any, config: TrainConfig, *, version: int = 0,
                  resolve_image: Callable[[Any], np.ndarray] = _resolve):
-        self.model = model
+        self.precision = Precision.of(model_dtype(model), config.precision)
+        self.model = model.to(self.precision.master)
         self.processor = processor
         self.config = config
         self.version = version
@@ -106,7 +113,7 @@ class Learner:
         keep = self.config.mismatch_snapshots
         if keep <= 0:
             return
-        self.snapshots[self.version] = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.snapshots[self.version] = self.precision.published(self.model.state_dict(), copy=True)  # as sampled
         for v in [v for v in self.snapshots if v < self.version - keep]:
             del self.snapshots[v]
 
@@ -123,7 +130,7 @@ class Learner:
 
             self._scratch = copy.deepcopy(self.model).eval()
         out = []
-        with torch.no_grad():
+        with torch.no_grad(), self.precision.autocast(self.device):
             for version, idx in by_version.items():
                 self._scratch.load_state_dict(self.snapshots[version])
                 seqs = [self.sequence_input(rows[i][0], f"sequence {i}") for i in idx]
@@ -195,7 +202,7 @@ class Learner:
             signal = any(r[1] != 0.0 for r in chunk)
             backward = not cfg.skip_no_signal or signal or cfg.entropy_coef > 0  # the bonus has a gradient
             temperatures = [r[0].temperature for r in chunk]
-            with torch.set_grad_enabled(backward):
+            with torch.set_grad_enabled(backward), self.precision.autocast(self.device):
                 if cfg.entropy_coef > 0:
                     lps, entropies = zip(*sequence_logprobs_and_entropy(self.model, seqs, temperature=temperatures))
                     entropy = pad_right(list(entropies))[0]
@@ -217,6 +224,7 @@ class Learner:
             acc.ratio_means.append(out.metrics["ratio_mean"] * float(mask.sum()))
             acc.ratio_max.append(out.metrics["ratio_max"])
             acc.changed.append(out.metrics["changed_fraction"] * float(mask.sum()))
+            acc.capped += out.metrics["capped_fraction"] * float(mask.sum())
             for r, l in zip(chunk, lps):
                 if r[3] == 0:  # same weights: the mismatch, apart from lag
                     acc.trainer_lp.append(l.detach())
@@ -265,7 +273,8 @@ class Learner:
         metrics.update({"loss": acc.loss_sum / max(total_tokens, 1), "grad_norm": float(grad_norm),
                         "tokens": float(total_tokens), "sequences": float(len(rows)),
                         "is/ratio_mean": sum(acc.ratio_means) / total_tokens, "is/ratio_max": max(acc.ratio_max),
-                        "is/changed_fraction": sum(acc.changed) / total_tokens})
+                        "is/changed_fraction": sum(acc.changed) / total_tokens,
+                        "is/capped_fraction": acc.capped / total_tokens})
         if cfg.entropy_coef > 0:
             metrics["entropy"] = acc.entropy_sum / max(total_tokens, 1)
         metrics.update(mismatch_metrics(acc.trainer_lp, acc.sampler_lp, acc.keys))
@@ -322,4 +331,5 @@ class Learner:
         return out
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {k: v.detach() for k, v in self.model.state_dict().items()}
+        """The weights the samplers get: the model's, in the precision's compute dtype."""
+        return self.precision.published(self.model.state_dict())

@@ -5,11 +5,19 @@ that count and 0 on padding (prompt tokens never enter: these tensors hold respo
 ``ratio = exp(logprobs - sampler_logprobs)`` is the importance ratio of the trainer's policy over the
 policy that sampled the tokens. Corrections:
 
+- ``truncated_is`` (the default): ``-sg(min(ratio, C)) * A * logprobs`` per token, truncated importance
+  sampling with cap ``C`` (``is_cap``, 2 by default). Every token's weight is at most ``C``, so no token can
+  dominate the gradient. The ratio is heavy-tailed even at lag 0: an engine sampling in bfloat16 against the
+  trainer's float32 recompute puts some tokens' ratios far above 1, and the gradient-norm clip, which scales
+  the whole step, would let those few tokens set its direction. Below the cap the weight is the ratio itself,
+  so at equal logprobs the gradient is exactly REINFORCE's.
+- ``unclipped_token_is``: ``-sg(ratio) * A * logprobs`` per token, unbounded.
 - ``none``: ``-A * logprobs`` (plain REINFORCE; ignores that the sample may be stale).
-- ``unclipped_token_is``: ``-sg(ratio) * A * logprobs`` per token; at lag 0 the ratio is 1 and the
-  gradient is exactly REINFORCE's.
-- ``truncated_is``: ``-sg(min(ratio, C)) * A * logprobs`` (truncated importance sampling, cap ``C``).
 - ``ppo_clip``: ``-min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)`` with the sampler as the old policy.
+
+Whatever the correction, ``capped_fraction`` is the fraction of counted tokens whose ratio exceeds ``C``:
+the tokens ``truncated_is`` capped (under another correction, those it would have capped). The learner logs it
+every step as ``is/capped_fraction``.
 
 ``sg`` is stop-gradient. With ``entropy_coef`` > 0 every token also subtracts ``entropy_coef * H``, the
 entropy of the policy's whole next-token distribution there (an entropy bonus: it keeps a policy from
@@ -45,11 +53,12 @@ class LossInputs:
 @dataclass
 class LossOutput:
     loss: torch.Tensor
-    #: Detached diagnostics: mean/max ratio, fraction of tokens clipped or truncated.
+    #: Detached diagnostics: mean/max ratio, fraction of tokens the correction changed (clipped or truncated),
+    #: fraction of tokens whose ratio exceeds the cap (``capped_fraction``).
     metrics: dict[str, float]
 
 
-def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is", *, is_cap: float = 2.0,
+def policy_loss(inputs: LossInputs, correction: Correction = "truncated_is", *, is_cap: float = 2.0,
                 clip_eps: float = 0.2, normalizer: float | None = None, entropy_coef: float = 0.0) -> LossOutput:
     """The batch loss for ``correction`` (plus the entropy bonus); ``normalizer`` overrides the token count it
     is divided by."""
@@ -65,14 +74,14 @@ def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is
     # padding positions may hold anything, inf included: keep them at ratio 1 (inf * 0 would be NaN)
     log_ratio = torch.where(mask.bool(), lp - old, torch.zeros_like(lp))
     ratio = torch.exp(log_ratio)
+    if is_cap <= 0:
+        raise ValueError(f"the truncation cap C must be > 0, got {is_cap}")
     changed = torch.zeros_like(lp)
     if correction == "none":
         per_token = -adv * lp
     elif correction == "unclipped_token_is":
         per_token = -ratio.detach() * adv * lp
     elif correction == "truncated_is":
-        if is_cap <= 0:
-            raise ValueError(f"the truncation cap C must be > 0, got {is_cap}")
         weight = ratio.detach().clamp(max=is_cap)
         changed = (ratio.detach() > is_cap).to(lp)
         per_token = -weight * adv * lp
@@ -99,6 +108,7 @@ def policy_loss(inputs: LossInputs, correction: Correction = "unclipped_token_is
             "ratio_mean": float((ratio * mask).sum() / n),
             "ratio_max": float((ratio * mask + (1 - mask) * -1e9).max()) if mask.any() else 1.0,
             "changed_fraction": float((changed * mask).sum() / n),
+            "capped_fraction": float(((ratio.detach() > is_cap).to(lp) * mask).sum() / n),
         }
         if inputs.entropy is not None:
             metrics["entropy_mean"] = float((inputs.entropy.to(lp) * mask).sum() / n)

@@ -88,6 +88,8 @@ class RunLogger:
             f", ETA {clock(eta)}]" if eta is not None else "]")
         # Measured on turns sampled with the trainer's own weights (or kept snapshots): none in a batch, none shown.
         mismatch = f"{m['mismatch/max_abs']:.2e}" if m.get("mismatch/tokens") else "n/a"
+        if "is/capped_fraction" in m:  # tokens whose IS ratio exceeded train.is_cap (truncated_is caps them)
+            mismatch += f" capped {m['is/capped_fraction']:.1%}"
         kept = " (no signal: weights kept)" if m.get("optimizer/skipped_no_signal") else ""
         return (f"step {step}/{total}{timing} reward {m.get('reward/mean', float('nan')):.3f} [{rewards}] "
                 f"lag {m.get('lag/mean', 0):.2f} (max {m.get('lag/max', 0):.0f}) mismatch {mismatch} "

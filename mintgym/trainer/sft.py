@@ -11,6 +11,7 @@ the token sequences the sampler will later see. Only response tokens are in the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections.abc import Callable
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 
 from mintgym.inference.logprobs import SequenceInput, sequence_logprobs
+from mintgym.trainer.precision import Precision
 
 
 def dataset_sequences(dataset: Any, model: Any, processor: Any) -> list[SequenceInput]:
@@ -50,10 +52,13 @@ def dataset_sequences(dataset: Any, model: Any, processor: Any) -> list[Sequence
 
 
 def supervised_steps(model: Any, sequences: list[SequenceInput], *, steps: int, lr: float, batch_size: int,
-                     seed: int = 0, max_grad_norm: float = 1.0,
+                     seed: int = 0, max_grad_norm: float = 1.0, micro_batch: int | None = None,
+                     precision: Precision | None = None,
                      log: Callable[[int, float], None] | None = None) -> list[float]:
     """``steps`` Adam steps of mean response-token cross-entropy over shuffled epochs of ``sequences``;
-    returns each step's loss."""
+    returns each step's loss. Each step's batch runs as forward/backward passes of ``micro_batch`` sequences
+    (None: the whole batch at once), its gradient the same either way; with a mixed ``precision`` (``model`` holds
+    the float32 masters) they run under its autocast."""
     if not sequences:
         raise ValueError("no sequences to train on")
     rng = random.Random(seed)
@@ -68,16 +73,27 @@ def supervised_steps(model: Any, sequences: list[SequenceInput], *, steps: int, 
             order += epoch
         batch = [sequences[i] for i in order[:batch_size]]
         del order[:batch_size]
-        logprobs = sequence_logprobs(model, batch, layout="right_padded")  # one forward pass a batch
-        tokens = sum(len(lp) for lp in logprobs)
-        loss = -torch.cat(logprobs).sum() / tokens
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        losses.append(batch_gradient(model, batch, micro_batch=micro_batch, precision=precision))
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
-        losses.append(float(loss.detach()))
         if log is not None:
             log(step + 1, losses[-1])
     model.eval()
     return losses
 
+
+def batch_gradient(model: Any, batch: list[SequenceInput], *, micro_batch: int | None = None,
+                   precision: Precision | None = None) -> float:
+    """Set ``model``'s gradients to those of ``batch``'s mean response-token cross-entropy, computed in chunks of
+    ``micro_batch`` sequences (each one padded forward pass; None: one chunk); returns the loss."""
+    tokens = sum(seq.response_length for seq in batch)
+    size, device = micro_batch or len(batch), next(model.parameters()).device
+    total = 0.0
+    model.zero_grad(set_to_none=True)
+    for start in range(0, len(batch), size):
+        with precision.autocast(device) if precision else contextlib.nullcontext():
+            logprobs = sequence_logprobs(model, batch[start:start + size], layout="right_padded")
+        loss = -torch.cat(logprobs).sum() / tokens
+        loss.backward()
+        total += float(loss.detach())
+    return total

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from mintgym.buffer.mixer import DomainMixer
 from mintgym.buffer.store import TrajectoryBuffer
 from mintgym.buffer.types import Group, Sample, Turn
 
@@ -320,3 +321,43 @@ async def test_a_denied_admission_waits_for_room_or_a_new_version_instead_of_pol
     started = time.monotonic()
     assert await quick.admit(0, 0) is None and time.monotonic() - started < 0.05
     assert quick.counts["denied"] == 2
+
+
+@pytest.mark.parametrize("weights,n,max_lag", [({"a": 0.05, "b": 1}, 2, 1), ({"a": 1, "b": 1, "c": 1}, 2, 0),
+                                               ({"a": 0.5, "b": 0.3, "c": 0.2}, 4, 2)])
+async def test_admission_plays_no_group_in_a_batch_where_its_domains_quota_is_0(weights, n, max_lag):
+    """A batch where a domain's quota is 0 takes none of its groups: admission used to let them in (a quota of
+    0 was 'never waited for') and they were played, then dropped stale. Slots that ask for every domain each
+    version get exactly what the batches take: nothing dropped, nothing short, and each domain trained on."""
+    buf = TrajectoryBuffer(list(weights), groups_per_step=n, max_lag=max_lag, weights=weights, admission_hold=0)
+    trained = dict.fromkeys(weights, 0)
+    for version in range(100):
+        buf.set_trainer_version(version)
+        for d in weights:
+            room = buf.room(version)[d]
+            admitted = []
+            while len(admitted) <= 50 and (reservation := await buf.admit(0, version, d)) is not None:
+                admitted.append(reservation)
+            assert len(admitted) == room  # the slots a worker is told are free are the ones admitted
+            for reservation in admitted:
+                assert buf.push(group(d, version, reservation))
+        batch = await buf.get_batch(n, version, timeout=0)
+        for g in batch.groups:
+            trained[g.domain] += 1
+    counts = buf.stats()["counts"]
+    assert counts["dropped_stale"] == 0, counts
+    assert counts["admitted"] == counts["consumed"] + len(buf.mixer)
+    assert sum(t.shortfall for t in buf.mixer.totals.values()) == 0
+    assert all(trained.values()) and sum(trained.values()) == 100 * n
+    for d, w in weights.items():
+        assert abs(trained[d] - 100 * n * w / sum(weights.values())) < 1, trained
+
+
+def test_the_quota_schedule_survives_a_checkpoint():
+    weights = {"a": 0.5, "b": 0.3, "c": 0.2}
+    buf = TrajectoryBuffer(list(weights), groups_per_step=4, weights=weights)
+    for version in range(3):
+        buf.close_batch(4, version)
+    fresh = TrajectoryBuffer(list(weights), groups_per_step=4, weights=weights)
+    fresh.load_state_dict(buf.state_dict())
+    assert fresh.mixer.schedule(4, 5) == buf.mixer.schedule(4, 5) != DomainMixer(list(weights), weights).schedule(4, 5)

@@ -39,3 +39,17 @@ def make_request(screenshot):
         return GenerationRequest([{"role": "user", "content": content}], SamplingParams(seed=seed, **sampling))
 
     return make
+
+
+def sampler_vs_recompute_gap(engine, requests) -> float:
+    """The largest gap between the logprobs ``engine`` reports for what it sampled and the trainer's recompute."""
+    import torch
+
+    from mintgym.inference.logprobs import sequence_logprobs
+
+    gens = engine.generate(requests)
+    assert all(g.logprobs_source == "sampler" for g in gens)
+    seqs = [engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens)]
+    with torch.no_grad():
+        recomputed = sequence_logprobs(engine.model, seqs)
+    return max(float((lp - torch.tensor(g.response_logprobs)).abs().max()) for lp, g in zip(recomputed, gens))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
 
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from mintgym.inference import GenerationRequest, SamplingParams, make_engine
+from mintgym.inference.hf import HFEngine
 from mintgym.inference.images import ImageTooLarge
 from mintgym.inference.logprobs import (
     _mm_token_types,
@@ -17,6 +19,7 @@ from mintgym.inference.logprobs import (
     sequence_logprobs_and_entropy,
     suppressed_token_ids,
 )
+from tests.inference.conftest import sampler_vs_recompute_gap
 
 
 def test_single_generation_has_consistent_fields(hf_engine, make_request):
@@ -119,13 +122,7 @@ def test_the_entropy_is_that_of_the_whole_next_token_distribution(hf_engine, mak
 
 def test_sampler_logprobs_are_close_to_the_recompute(tiny_model_path, make_request):
     engine = make_engine("hf", model_path=tiny_model_path, aligned_logprobs=False)
-    requests = [make_request(i, seed=i, max_new_tokens=12) for i in range(4)]
-    gens = engine.generate(requests)
-    assert all(g.logprobs_source == "sampler" for g in gens)
-    seqs = [engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens)]
-    with torch.no_grad():
-        recomputed = sequence_logprobs(engine.model, seqs)
-    diff = max(float((lp - torch.tensor(g.response_logprobs)).abs().max()) for lp, g in zip(recomputed, gens))
+    diff = sampler_vs_recompute_gap(engine, [make_request(i, seed=i, max_new_tokens=12) for i in range(4)])
     assert diff < 1e-4  # left padding + KV cache: float noise, not zero (measured ~5e-7 on CPU)
 
 
@@ -250,3 +247,34 @@ def test_vision_placeholders_are_never_sampled(tiny_model_path, make_request):
         [g] = engine.generate([make_request(0, temperature=temperature, max_new_tokens=6)])
         assert not suppressed & set(g.response_token_ids)
         assert all(math.isfinite(lp) for lp in g.response_logprobs)
+
+
+async def test_a_prompt_over_max_model_len_overflows_alone_and_responses_stop_at_the_context(hf_engine,
+                                                                                             make_request):
+    """A prompt with no room left in ``max_model_len`` raises ContextOverflow (the agent's failure, as vLLM's
+    refusal is), and only for its own caller: the requests batched with it are answered, each response
+    stopping where the context ends."""
+    from mintgym.errors import ContextOverflow
+    from mintgym.inference.batching import RequestBatcher
+
+    short = make_request(0, image=False, max_new_tokens=10)
+    prompt = len(hf_engine.generate([short])[0].prompt_token_ids)
+    engine = HFEngine(model=hf_engine.model, processor=hf_engine.processor, max_model_len=prompt + 3)
+    long_ = GenerationRequest([{"role": "user", "content": "Task 0: click the OK button, twice over, now."}],
+                              SamplingParams(max_new_tokens=10, seed=1))
+    with pytest.raises(ContextOverflow, match=rf"request 0: its prompt of \d+ tokens leaves no room for a "
+                                              rf"response in max_model_len={prompt + 3}"):
+        engine.generate([long_])
+    batcher = RequestBatcher(engine, max_batch_size=4, window_s=0.05)
+    await batcher.start()
+    try:
+        results = await asyncio.gather(*(batcher.submit(r) for r in (short, long_, make_request(1, image=False))),
+                                       return_exceptions=True)
+    finally:
+        await batcher.stop()
+    assert list(batcher.batch_sizes) == [3]  # one shared call, which the long prompt failed
+    assert isinstance(results[1], ContextOverflow)
+    for g in (results[0], results[2]):
+        assert len(g.prompt_token_ids) + len(g.response_token_ids) <= prompt + 3 and g.response_token_ids
+    with pytest.raises(ValueError, match="max_model_len must be an integer >= 2, got 1"):
+        HFEngine(model=hf_engine.model, processor=hf_engine.processor, max_model_len=1)

@@ -44,9 +44,12 @@ def test_prompt_is_the_hf_engines_chat_text_with_images_in_order(hf_engine, make
 
 
 def test_sampling_kwargs(make_request):
-    kw = sampling_kwargs(make_request(0, seed=3, temperature=0.5, top_p=0.9, stop=("\n",), max_new_tokens=7).sampling)
+    kw = sampling_kwargs(make_request(0, seed=3, temperature=0.5, top_p=0.9, stop=("\n",), max_new_tokens=7).sampling,
+                         stop_token_ids=[5, 2, 5])
     assert kw == {"n": 1, "max_tokens": 7, "temperature": 0.5, "top_p": 0.9, "logprobs": 0,
-                  "skip_special_tokens": True, "seed": 3, "stop": ["\n"]}
+                  "skip_special_tokens": True, "seed": 3, "stop": ["\n"], "stop_token_ids": [2, 5],
+                  "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+                  "frequency_penalty": 0.0, "min_tokens": 0}
     assert "seed" not in sampling_kwargs(make_request(0, seed=None).sampling)
     assert sampling_kwargs(make_request(0, top_logprobs=3).sampling)["logprobs"] == 3
 
@@ -287,3 +290,45 @@ def test_the_vllm_extra_asks_for_a_vllm_that_runs_this_code():
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
     [vllm] = [Requirement(r) for r in project["optional-dependencies"]["vllm"] if r.startswith("vllm")]
     assert not vllm.specifier.contains(Version("0.19.0")) and vllm.specifier.contains(Version("0.19.1"))
+
+
+# -- a checkpoint whose generation_config.json sets its own sampling -------------------------------------
+
+
+@pytest.fixture
+def penalized_checkpoint(tiny_model_path, tmp_path):
+    """The tiny checkpoint with a repetition penalty, top_k and an n-gram ban in its generation_config.json."""
+    import json
+    import shutil
+
+    path = tmp_path / "tiny"
+    shutil.copytree(tiny_model_path, path)
+    config = json.loads((path / "generation_config.json").read_text())
+    config.update(do_sample=True, repetition_penalty=1.3, top_k=5, no_repeat_ngram_size=2, min_new_tokens=8)
+    (path / "generation_config.json").write_text(json.dumps(config))
+    return path
+
+
+def test_vllm_never_samples_with_the_checkpoints_generation_config(fake_vllm, penalized_checkpoint, hf_engine,
+                                                                     caplog):
+    """vLLM's ``generation_config="auto"`` (its default) would take the checkpoint's penalty and top_k as its
+    sampling defaults; the engine asks for vLLM's own, sets every request's penalties off, and stops on the
+    checkpoint's end-of-response ids, which vLLM then no longer reads from that file."""
+    with caplog.at_level("WARNING", logger="mintgym.inference.checkpoint_sampling"):
+        engine = fake_vllm(penalized_checkpoint)
+    assert engine.llm.kwargs["generation_config"] == "vllm"
+    assert "repetition_penalty=1.3" in caplog.text and "top_k=5" in caplog.text
+    engine.generate([chat()])
+    [params] = engine.llm.params
+    assert params["repetition_penalty"] == 1.0 and params["top_k"] == 0 and params["min_tokens"] == 0
+    assert params["presence_penalty"] == params["frequency_penalty"] == params["min_p"] == 0.0
+    assert params["stop_token_ids"] == sorted(hf_engine.eos_token_ids)
+
+
+def test_vllm_refuses_a_generation_config_argument(fake_vllm, tiny_model_path, monkeypatch):
+    from mintgym.inference.vllm import VLLMEngine
+
+    fake_vllm(tiny_model_path)  # installs the fake vllm module
+    for name, value in (("generation_config", "auto"), ("override_generation_config", {"top_k": 5})):
+        with pytest.raises(ValueError, match=f"vllm engine: {name} cannot be set"):
+            VLLMEngine(tiny_model_path, **{name: value})

@@ -22,7 +22,7 @@ def pytool_url():
 
 def _config(**task) -> RunConfig:
     return RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": TASK, **task}],
-                                "agent": {"kind": "answer"}, "warm_start": {"oracle": True, "steps": 1}})
+                                "agent": {"kind": "answer"}, "warm_start": {"oracle": True, "steps": 1, "lr": 1e-3}})
 
 
 def test_the_oracle_plays_its_own_seeds_not_the_rl_or_held_out_ones(pytool_url, tmp_path):
@@ -117,7 +117,7 @@ def _dataset(path, rows):
 
 def _given(dataset, **task) -> RunConfig:
     return RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": TASK, **task}], "agent": {"kind": "answer"},
-                                "warm_start": {"dataset": str(dataset), "steps": 1}})
+                                "warm_start": {"dataset": str(dataset), "steps": 1, "lr": 1e-3}})
 
 
 def test_a_given_dataset_played_on_held_out_seeds_is_refused_before_the_run_starts(tmp_path):

@@ -6,6 +6,7 @@ filesystem broadcast are loaded and acknowledged before the next group, and admi
 group is admitted at its first model call (after its resets), and every call samples with the newest weights.
 """
 
+import dataclasses
 import time
 
 import numpy as np
@@ -209,9 +210,44 @@ async def test_a_group_whose_resets_fail_takes_no_reservation(setup, tmp_path):
         assert worker.stats["errors"] >= 2 and worker.stats["groups"] == 0 and worker.stats["lost_groups"] == 1
         [(kind, count)] = worker.status()["error_kinds"].items()
         assert kind.startswith("reset failed: RegistrationError:") and "no-such-task" in kind and count == 2
+        assert worker.status()["drop_causes"] == {"reset_failed": 1}  # an infrastructure fault: dropped, by cause
     finally:
         await worker.close()
         ray.kill(buffer)
+
+
+async def test_episodes_whose_prompts_outgrew_the_context_are_pushed_and_trained_on_as_failures(setup, tmp_path):
+    """The vlm agent's second prompt (its first answer summarized) does not fit ``max_model_len``: each
+    episode is the agent's failure, reward 0, its first turn kept, and the group is pushed, not dropped."""
+    path, url = setup
+    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
+                      session_options={"null": {"width": 32, "height": 32}}, agent="vlm",
+                      agent_options={"actions": ["click"]}, max_turns=3, group_size=2, groups_in_flight=1,
+                      max_new_tokens=4)
+    prompt = None
+    for limit in (None, "first prompt + 1"):
+        buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
+        options = {} if limit is None else {"max_model_len": prompt + 1}
+        worker = RolloutWorker(dataclasses.replace(spec, engine_options=options,
+                                                   max_turns=1 if limit is None else 3),
+                               buffer, FilesystemBroadcast(tmp_path / f"w{prompt}"))
+        try:
+            await worker.run(max_groups=1)
+            [group] = (await buffer.get_batch.remote(1, 0, 30.0)).groups
+        finally:
+            await worker.close()
+            ray.kill(buffer)
+        if limit is None:  # the first turn's prompt, the same for every episode of the task and seed
+            prompt = len(group.samples[0].turns[0].prompt_token_ids)
+            continue
+        for sample in group.samples:
+            [turn] = sample.turns
+            assert sample.status == "failure" and sample.reward == 0.0
+            assert sample.episode.extra["fault"] == "context" and len(sample.episode.steps) == 1
+            assert len(turn.prompt_token_ids) == prompt and len(turn.response_token_ids) == 1
+        status = worker.status()
+        assert status["agent_failures"] == 2 and status["errors"] == status["lost_groups"] == 0
+        assert status["drop_causes"] == {} and status["groups"] == 1
 
 
 async def test_a_worker_stopped_while_denied_ends_its_group_unpushed(setup, tmp_path):

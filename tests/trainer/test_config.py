@@ -202,3 +202,52 @@ def test_rerunning_a_finished_run_says_so_and_exits_0_at_once(tmp_path, capsys, 
     assert "is finished: its last checkpoint is at step 48 of train.steps 48" in stdout
     assert "raise train.steps, e.g. --steps 96, to train further" in stdout
     assert stdout.count("\n") == 1, stdout
+
+
+def test_a_warm_start_of_a_real_checkpoint_needs_its_lr_given_in_one_line():
+    """The tiny model's warm start lr (1e-3) would wreck a real checkpoint, so no default applies to one."""
+    real = {**BASE, "warm_start": {"oracle": True, "steps": 100}}
+    message = r"^warm_start.lr: required for a model other than the tiny one \(model.build_tiny is false\); about 1e-5"
+    with pytest.raises(ConfigError, match=message) as caught:
+        RunConfig.from_dict(real)
+    assert "\n" not in str(caught.value)
+    assert RunConfig.from_dict({**real, "warm_start": {**real["warm_start"], "lr": 1e-5}}).warm_start.lr == 1e-5
+    tiny = RunConfig.from_dict({**real, "model": {"path": "m", "build_tiny": True}})
+    assert tiny.warm_start.lr == 1e-3 and RunConfig.from_dict(tiny.to_dict()) == tiny
+
+
+def test_precision_is_mixed_by_default_and_checked():
+    assert RunConfig.from_dict(BASE).train.precision == "mixed"
+    with pytest.raises(ConfigError, match=r"^train.precision: expected one of 'mixed', 'pure', got 'fp8'$"):
+        RunConfig.from_dict(apply_overrides({**BASE}, ["train.precision=fp8"]))
+
+
+def test_the_default_off_policy_correction_is_truncated_is_capped_at_2():
+    train = RunConfig.from_dict(BASE).train
+    assert (train.correction, train.is_cap) == ("truncated_is", 2.0)
+
+
+MIXED = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}, {"id": "pytool/count-shapes-0"}]}
+
+
+@pytest.mark.parametrize(("train", "message"), [
+    # 50 steps x 2 groups x 0.001/1.001 = 0.1 group over the whole run: it might never train
+    ({"groups_per_step": 2, "steps": 50, "domain_weights": {"null": 1.0, "pytool": 0.001}},
+     r"^train.domain_weights, train.groups_per_step, train.steps: domain 'pytool' \(weight 0.001 of 1.001\) would "
+     r"get 0.1 of a group over the run's 50 steps of 2 groups: it needs at least 1 \(raise its weight, "
+     r"groups_per_step or steps\)$"),
+    # a domain of the tasks left out of the weights had weight 0: its groups were played, never trained
+    ({"domain_weights": {"null": 1.0}},
+     r"^train.domain_weights, train.groups_per_step, train.steps: no weight > 0 for domain\(s\) \['pytool'\] of "
+     r"the tasks: it would never be trained$"),
+])
+def test_a_mixture_the_schedule_cannot_honour_is_refused_in_one_line_naming_the_fields(train, message):
+    """Refused: less than one group of a domain over the whole run. Shares below one group per step are
+    honoured over the steps (the schedule carries them), so those load."""
+    with pytest.raises(ConfigError, match=message) as caught:
+        RunConfig.from_dict({**MIXED, "train": train})
+    assert "\n" not in str(caught.value)
+    for honoured in ({"groups_per_step": 1, "steps": 50},  # half a group of each domain per step
+                     {"groups_per_step": 1, "steps": 50, "domain_weights": {"null": 1.0, "pytool": 0.05}},
+                     {"groups_per_step": 2, "steps": 100, "domain_weights": {"null": 0.05, "pytool": 1.0}}):
+        assert RunConfig.from_dict({**MIXED, "train": honoured}).train.groups_per_step == honoured["groups_per_step"]

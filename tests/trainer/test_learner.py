@@ -182,3 +182,19 @@ def test_an_empty_step_moves_the_version_on_like_the_buffer_and_keeps_the_weight
     assert all(torch.equal(v, before[k]) for k, v in _weights(learner).items())
     buffer.set_trainer_version(learner.version)
     assert buffer._reserve(0, learner.version, "null") is not None  # a group at the new version is admitted
+
+
+def test_every_step_logs_the_fraction_of_tokens_whose_ratio_was_capped(tiny):
+    """By default (truncated_is, cap 2) a token whose sampler logprob is far below the trainer's is capped; the
+    step's metrics say which fraction of its response tokens were."""
+    engine = HFEngine(tiny, aligned_logprobs=True)  # the trainer's own logprobs: every ratio is 1
+    batch = _batch(engine, [1.0, 0.0, 0.0, 1.0], 0)
+    turns = [turn for sample in batch.samples for turn in sample.turns]
+    for turn in turns[:2]:  # as a bfloat16 sampler's tail would: ratio e^3 on one token of each
+        turn.logprobs = [turn.logprobs[0] - 3.0, *turn.logprobs[1:]]
+    tokens = sum(len(turn.response_token_ids) for turn in turns)
+    config = TrainConfig(lr=1e-3, micro_batch=8)
+    assert (config.correction, config.is_cap) == ("truncated_is", 2.0)
+    metrics = Learner(load_model(tiny), load_processor(tiny), config).step(batch)
+    assert metrics["is/capped_fraction"] == pytest.approx(2 / tokens)
+    assert metrics["is/ratio_max"] == pytest.approx(np.exp(3.0), rel=1e-4)

@@ -280,8 +280,12 @@ def test_a_run_whose_every_episode_fails_stops_naming_the_error(model_path, tmp_
     with pytest.raises(MintGymError, match=r"3 steps in a row trained on nothing.*most frequent error "
                                            r"\(\d+x\): ValueError: episode <episode> step 0: 2 engine calls"):
         train(RunConfig.from_dict(data), tmp_path, log=logs.append)
-    steps = [line for line in logs if line.startswith("step ")]  # the first may end before any episode does
-    assert all("episodes failed" in line and "groups lost" in line for line in steps[-3:]), logs
+    # A step may end before any episode does (on a loaded machine, any step): it neither grows nor breaks
+    # the streak, so three steps that saw failures and nothing else end the run.
+    steps = [line for line in logs if line.startswith("step ")]
+    failing = [line for line in steps if "episodes failed" in line]
+    assert len(failing) >= 3 and all("groups lost" in line for line in failing), logs
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == len(steps) <= 5
-    assert all(r["rollout/episode_errors"] > 0 and r["rollout/lost_groups"] > 0 for r in rows[-3:])
+    assert not any(r.get("samples") for r in rows)
+    assert sum(r["rollout/episode_errors"] > 0 and r["rollout/lost_groups"] > 0 for r in rows) >= 3

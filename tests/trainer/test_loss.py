@@ -128,3 +128,26 @@ def test_an_entropy_bonus_without_entropies_is_named():
         policy_loss(_inputs(LP, OLD, ADV, MASK), "none", entropy_coef=0.1)
     with pytest.raises(ValueError, match="entropy_coef must be >= 0"):
         policy_loss(_inputs(LP, OLD, ADV, MASK), "none", entropy_coef=-1.0)
+
+
+def test_the_default_is_truncated_is_with_cap_2_and_bounds_a_heavy_tailed_ratio():
+    """A token sampled in bfloat16 can come back from the float32 recompute with a ratio of thousands: by default
+    its weight is capped at 2, so its gradient is at most 2 |A| / tokens, not ratio x that."""
+    lp, old = [[math.log(0.5), math.log(0.5), math.log(0.5)]], [[math.log(0.5) - 8.0, math.log(0.5), math.log(0.25)]]
+    default, capped = _inputs(lp, old, [1.0], [[1.0, 1.0, 1.0]]), _inputs(lp, old, [1.0], [[1.0, 1.0, 1.0]])
+    out = policy_loss(default)
+    explicit = policy_loss(capped, "truncated_is", is_cap=2.0)
+    assert out.loss.item() == pytest.approx(explicit.loss.item())
+    out.loss.backward()
+    # ratios e^8 (capped to 2), 1, 2 (at the cap, kept): d/dlp of -w A lp / 3
+    assert default.logprobs.grad.flatten().tolist() == pytest.approx([-2 / 3, -1 / 3, -2 / 3])
+    assert out.metrics["capped_fraction"] == pytest.approx(1 / 3) and out.metrics["ratio_max"] > 2000
+
+
+@pytest.mark.parametrize("correction", ["none", "unclipped_token_is", "truncated_is", "ppo_clip"])
+def test_capped_fraction_counts_the_real_tokens_over_the_cap_whatever_the_correction(correction):
+    """Padding never counts (its garbage logprobs would make any ratio); under another correction the fraction
+    says how many tokens truncated_is would have capped."""
+    out = policy_loss(_inputs(LP, OLD, ADV, MASK), correction, is_cap=1.5)  # ratios 2, 1, 2 on the real tokens
+    assert out.metrics["capped_fraction"] == pytest.approx(2 / 3)
+    assert policy_loss(_inputs(LP, OLD, ADV, MASK), correction, is_cap=2.0).metrics["capped_fraction"] == 0.0

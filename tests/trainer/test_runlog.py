@@ -130,3 +130,11 @@ def test_wandb_offline_run_holds_the_metrics_and_a_resume_continues_it(tmp_path,
             break
         time.sleep(0.2)
     assert [(r["_step"], r["reward/mean"], r["loss"]) for r in rows] == [(1, 0.25, -1), (2, 0.5, -2), (3, 0.75, -3)]
+
+
+def test_progress_line_shows_the_fraction_of_tokens_whose_ratio_was_capped(tmp_path):
+    logger = RunLogger(tmp_path, ["web"])
+    line = logger.progress(1, 4, {"reward/mean": 0.5, "mismatch/max_abs": 0.25, "mismatch/tokens": 40.0,
+                                  "is/capped_fraction": 0.025})
+    logger.close()
+    assert " mismatch 2.50e-01 capped 2.5% " in line, line
