@@ -4,7 +4,11 @@ Rollout without buffer or trainer. Tasks are grouped by domain; each domain gets
 by a runtime provider, ``local`` by default, or a running one given by URL) and its episodes run
 ``concurrency`` at a time through :func:`mintgym.rollout.runner.run_jobs`. Every episode ends as a
 trajectory under ``OUT/trajectories/<key>`` whose key is stable (task and seed), so a re-run skips the
-episodes that already have a final status. A crashed episode, or one whose server never started, is a
+episodes that already have a final status -- but only a re-run of the same evaluation: ``OUT/run.json``
+records what makes the episodes (tasks, seeds, step and time limits, and the agent, engine and model as
+``describe`` gives them; see :func:`eval_key`), and a run with other settings is refused in one line
+naming the difference, or with ``force`` starts afresh after the old folder is moved aside
+(:mod:`mintgym.run_record`). A crashed episode, or one whose server never started, is a
 failure with its reason; a task that cannot run here is listed as skipped with its reason, and a task
 without an oracle, given to an agent that plays oracles (``needs_oracle``, the scripted agent), is listed
 under ``no_oracle`` instead of run. Nothing is dropped silently.
@@ -30,6 +34,7 @@ from mintgym.evals.suites import Benchmark
 from mintgym.errors import MintGymError
 from mintgym.policy import Agent
 from mintgym.rollout.runner import EpisodeJob, run_jobs
+from mintgym.run_record import FolderCheck, check_folder
 from mintgym.trajectory.store import TrajectoryWriter, load_trajectory
 from mintgym.trajectory.types import Trajectory
 
@@ -65,8 +70,18 @@ class EvalConfig:
     progress: bool = True
     #: Seconds to wait for a started env server to answer its health check.
     ready_timeout: float = 300.0
-    #: What the run used (agent, engine, model), copied into results.json.
+    #: What the run used (agent, engine, model), copied into results.json; part of the folder's key, so it
+    #: must name everything about the agent that changes an episode.
     describe: dict[str, Any] = field(default_factory=dict)
+    #: When ``out`` holds another run's episodes (other settings, or no record): move them aside to
+    #: ``<out>.before-<timestamp>`` and start afresh, instead of refusing.
+    force: bool = False
+
+
+#: How the user gives each setting of the key (for refusals); others read ``--name-with-dashes``.
+KEY_LABELS = {"tasks": "tasks", "seeds": "seeds", "agent_options": "--agent-option"}
+#: What an eval leaves in its folder (a folder with these and no run.json predates the record).
+EVAL_MARKERS = ("results.json", f"{TRAJECTORY_DIR}/*/meta.json")
 
 
 def episode_key(task_id: str, seed: int | None) -> str:
@@ -74,17 +89,37 @@ def episode_key(task_id: str, seed: int | None) -> str:
     return f"{task_id.replace('/', '__')}-seed{seed}"
 
 
-def plan_jobs(benchmark: Benchmark, config: EvalConfig) -> list[EpisodeJob]:
-    """One job per runnable task and seed (skipped tasks get none)."""
-    skipped = {task_id for task_id, _ in benchmark.skipped}
+def episode_seeds(benchmark: Benchmark, config: EvalConfig) -> tuple[int, ...]:
+    """The seeds every task is played on."""
     if config.episodes is not None:
         if config.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {config.episodes}")
-        seeds = tuple(config.seed + i for i in range(config.episodes))
-    else:
-        seeds = tuple(s + config.seed for s in benchmark.seeds)
+        return tuple(config.seed + i for i in range(config.episodes))
+    return tuple(s + config.seed for s in benchmark.seeds)
+
+
+def plan_jobs(benchmark: Benchmark, config: EvalConfig) -> list[EpisodeJob]:
+    """One job per runnable task and seed (skipped tasks get none)."""
+    skipped = {task_id for task_id, _ in benchmark.skipped}
+    seeds = episode_seeds(benchmark, config)
     return [EpisodeJob(task_id, seed, episode_key(task_id, seed))
             for task_id in benchmark.task_ids if task_id not in skipped for seed in seeds]
+
+
+def eval_key(benchmark: Benchmark, config: EvalConfig) -> dict[str, Any]:
+    """What makes this evaluation's episodes, recorded in and compared with ``OUT/run.json``: the agent as
+    ``describe`` names it, every task of the benchmark (skipped ones too: whether a task can run here is
+    the machine's, not the run's), the seeds, and the step and time limits. How the episodes are run
+    (concurrency, backend, env URLs, ``retry_errors``) may change between resumes."""
+    return {**config.describe, "tasks": list(benchmark.task_ids), "seeds": list(episode_seeds(benchmark, config)),
+            "max_steps": benchmark.max_steps, "max_seconds": config.max_seconds}
+
+
+def eval_folder(benchmark: Benchmark, config: EvalConfig) -> FolderCheck:
+    """What this evaluation may do with ``config.out`` (start, resume, or with ``force`` start over); raises
+    :class:`~mintgym.errors.MintGymError` in one line, touching nothing, when the folder is another run's."""
+    return check_folder(Path(config.out), "eval", eval_key(benchmark, config), force=config.force,
+                        labels=KEY_LABELS, markers=EVAL_MARKERS, about={"suite": benchmark.name})
 
 
 def finished(traj_root: Path, key: str, retry_errors: bool = False) -> Trajectory | None:
@@ -136,11 +171,15 @@ def _record_failure(traj_root: Path, job: EpisodeJob, agent_name: str, reason: s
 
 
 def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: EvalConfig) -> dict[str, Any]:
-    """Run every pending episode of ``benchmark``, then write results.json and report.html; return the results."""
+    """Run every pending episode of ``benchmark``, then write results.json and report.html; return the results.
+
+    ``config.out`` is checked first (:func:`eval_folder`): a folder another run made is refused with a one-line
+    :class:`~mintgym.errors.MintGymError` before anything is written."""
     from mintgym.env import registration
 
     started = time.time()
     out = Path(config.out)
+    moved = eval_folder(benchmark, config).apply()
     traj_root = out / TRAJECTORY_DIR
     traj_root.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
@@ -186,9 +225,33 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
             bar.close()
 
     outcomes = [_outcome(traj_root, job, tasks[job.task_id]) for job in jobs]
-    results = build_results(benchmark, outcomes, config, started=started, ended=time.time(), no_oracle=no_oracle)
+    results = build_results(benchmark, outcomes, config, started=started, ended=time.time(), no_oracle=no_oracle,
+                            not_counted=not_counted(traj_root, jobs, benchmark, no_oracle))
+    results["resumed_episodes"] = len(jobs) - len(pending)
+    if moved is not None:
+        results["moved_aside"] = str(moved)
     write_outputs(out, results)
     return results
+
+
+def not_counted(traj_root: Path, jobs: list[EpisodeJob], benchmark: Benchmark,
+                no_oracle: list[str]) -> list[dict[str, str]]:
+    """Episodes recorded in this run's folder that its results do not count, each with why (a task that
+    cannot run here any more, or that the agent skips), so results.json never drops one unsaid."""
+    planned = {j.key for j in jobs}
+    why = {**{t: f"its task is skipped here now: {r}" for t, r in benchmark.skipped},
+           **dict.fromkeys(no_oracle, "its task has no oracle")}
+    found = []
+    for meta in sorted(traj_root.glob("*/meta.json")):
+        if meta.parent.name in planned:
+            continue
+        try:
+            task_id = json.loads(meta.read_text()).get("task_id")
+        except (OSError, ValueError):
+            task_id = None
+        found.append({"key": meta.parent.name, "task_id": task_id,
+                      "reason": why.get(task_id, "not an episode of this run's tasks and seeds")})
+    return found
 
 
 def no_oracle_tasks(benchmark: Benchmark, tasks: dict[str, Any], agent: Any) -> list[str]:
@@ -224,9 +287,10 @@ def _outcome(traj_root: Path, job: EpisodeJob, task: Any) -> EpisodeOutcome:
 
 
 def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: EvalConfig, *,
-                  started: float, ended: float, no_oracle: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+                  started: float, ended: float, no_oracle: list[str] | tuple[str, ...] = (),
+                  not_counted: list[dict[str, str]] | tuple = ()) -> dict[str, Any]:
     """The results.json document: overall, per domain, per family, per task, skipped tasks, tasks the agent
-    skipped for want of an oracle (``no_oracle``), episodes."""
+    skipped for want of an oracle (``no_oracle``), episodes, and recorded episodes not counted (with why)."""
     tasks = group_by(outcomes, "task_id")
     for task_id, summary in tasks.items():
         first = next(e for e in outcomes if e.task_id == task_id)
@@ -251,6 +315,7 @@ def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: 
         "skipped": [{"task_id": t, "reason": r} for t, r in benchmark.skipped],
         "no_oracle": [{"task_id": t, "reason": "no oracle"} for t in no_oracle],
         "episodes": [e.to_json() for e in outcomes],
+        "not_counted": list(not_counted),
         **_benchmark_tables([e.to_json() for e in outcomes], benchmark.skipped),
     }
 

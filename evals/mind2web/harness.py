@@ -12,7 +12,9 @@ option's label is how a keyboard picks it). A ``type`` with no click is a TYPE o
 actions per step. The click is mapped from viewport to page pixels and then to the candidate element
 whose box contains it (the smallest one), and scored by :mod:`mintgym.evals.mind2web.metrics`.
 
-Outputs under ``out/<split>/``: ``steps.jsonl`` (one verdict per step as it finishes; re-runs skip them),
+Outputs under ``out/<split>/``: ``run.json`` (what made the run: the split, the dataset, the viewport, the
+agent as ``describe`` names it; only the same run resumes the folder, see :mod:`mintgym.run_record`),
+``steps.jsonl`` (one verdict per step as it finishes; re-runs skip them),
 ``results.json`` (the paper's metrics, per task and per step) and ``report.html``.
 """
 
@@ -31,7 +33,9 @@ from mintgym.evals.mind2web.data import Mind2WebStep
 from mintgym.evals.mind2web.metrics import aggregate, element_at, score_step
 from mintgym.evals.screenspot.harness import read_predictions
 
+from mintgym.errors import MintGymError
 from mintgym.policy import Agent, AgentContext
+from mintgym.run_record import RECORD, check_folder, read_record
 from mintgym.types import Observation
 
 #: The actions of a Mind2Web step.
@@ -97,11 +101,29 @@ async def play_step(agent: Agent, step: Mind2WebStep, viewport: tuple[int, int] 
             "task": step.task, "website": step.website, "domain": step.domain}
 
 
+def _is_split_folder(path: Path) -> bool:
+    record = read_record(path) if path.is_dir() else None
+    return (record is not None and record["kind"] == "mind2web") or (path / "steps.jsonl").is_file()
+
+
 def run_split(steps: Iterable[Mind2WebStep], make_agent: Callable[[], Agent], out: str | Path, split: str, *,
-              viewport: tuple[int, int] = VIEWPORT, describe: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Play every step not yet in ``out/<split>/steps.jsonl``; write results.json and report.html."""
-    folder = Path(out) / split
-    folder.mkdir(parents=True, exist_ok=True)
+              viewport: tuple[int, int] = VIEWPORT, describe: dict[str, Any] | None = None,
+              dataset: str | None = None, force: bool = False) -> dict[str, Any]:
+    """Play every step not yet in ``out/<split>/steps.jsonl``; write results.json and report.html.
+
+    ``out`` holds one folder per split. A split's folder is resumed only by the run that made it (the same
+    split, ``dataset``, viewport and ``describe``); another run is refused with a one-line
+    :class:`~mintgym.errors.MintGymError`, or with ``force`` starts afresh after the old folder is moved aside.
+    """
+    out = Path(out)
+    if out.is_dir() and ((out / RECORD).exists() or (any(out.iterdir())
+                                                      and not any(_is_split_folder(p) for p in out.iterdir()))):
+        raise MintGymError(f"--out {out} is not empty and holds no Mind2Web split folders; give a new or empty "
+                           "folder (nothing was written there)")
+    folder = out / split
+    key = {**(describe or {}), "split": split, "dataset": dataset, "viewport": list(viewport)}
+    check_folder(folder, "mind2web", key, force=force, labels={"dataset": "--data", "agent_options": "--agent-option"},
+                 markers=("steps.jsonl", "results.json"), what="steps").apply()
     log = folder / "steps.jsonl"
     done = read_predictions(log, key="key")
     agent = make_agent()
@@ -131,7 +153,7 @@ def run_split(steps: Iterable[Mind2WebStep], make_agent: Callable[[], Agent], ou
 
 
 def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], out: str | Path,
-              describe: dict[str, Any] | None = None, **_: Any) -> str:
+              describe: dict[str, Any] | None = None, force: bool = False, **_: Any) -> str:
     """``mintgym eval --suite mind2web-test-{task,website,domain} --data PATH``: the paper's table as text."""
     from mintgym.evals.mind2web.data import SPLITS, iter_steps
     from mintgym.evals.mind2web.report import paper_table
@@ -139,4 +161,5 @@ def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], o
     split = name.removeprefix("mind2web-").replace("-", "_")
     if split not in SPLITS:
         raise ValueError(f"unknown Mind2Web suite {name!r}; known: {', '.join('mind2web-' + s.replace('_', '-') for s in SPLITS)}")
-    return paper_table([run_split(iter_steps(data, split), make_agent, out, split, describe=describe)])
+    return paper_table([run_split(iter_steps(data, split), make_agent, out, split, describe=describe,
+                                  dataset=str(Path(data).expanduser().resolve()), force=force)])

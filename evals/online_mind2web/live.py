@@ -12,7 +12,10 @@ and without ``www.``) and any ``extra_hosts`` the user names; the web environmen
 so pages on other hosts the site links to are refused unless listed (see the README).
 
 The env server runs in this process (on a loopback port), so the task pack registered here is the one
-it serves. Re-running skips tasks whose result folder already exists.
+it serves. Re-running skips tasks whose result folder already exists -- only a re-run of the same run:
+``out/run.json`` records the task list, the limits, the extra hosts and the agent as ``describe`` names it,
+and another run is refused in one line, or with ``force`` starts afresh after the old folder is moved
+aside (:mod:`mintgym.run_record`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from mintgym.environments.web.task import WebTask
 from mintgym.evals.online_mind2web.results import OnlineTask, write_result
 
 from mintgym.policy import Agent
+from mintgym.run_record import check_folder
 
 PACK = "online-mind2web"
 VIEWPORT = (1280, 720)
@@ -96,7 +100,8 @@ def build_tasks(tasks: Iterable[OnlineTask], max_steps: int = 30) -> list[Online
 
 def run_live(tasks: Sequence[OnlineTask], make_agent: Callable[[], Agent], out: str | Path, *,
              allow_internet: bool, extra_hosts: Sequence[str] = (), max_steps: int = 30,
-             max_seconds: float | None = None, env_url: str | None = None) -> list[Path]:
+             max_seconds: float | None = None, env_url: str | None = None, describe: dict[str, Any] | None = None,
+             force: bool = False) -> list[Path]:
     """Play each task live and write ``out/results/<task_id>/``; returns the result folders.
 
     ``env_url``: a running web env server to use instead of the in-process one (it must serve this
@@ -109,8 +114,14 @@ def run_live(tasks: Sequence[OnlineTask], make_agent: Callable[[], Agent], out: 
         raise ValueError("no Online-Mind2Web tasks to run")
     from mintgym.env import registration
 
-    built = build_tasks(tasks, max_steps)
     out = Path(out)
+    key = {**(describe or {}), "tasks": [t.task_id for t in tasks], "max_steps": max_steps,
+           "max_seconds": max_seconds, "extra_hosts": list(extra_hosts)}
+    folder = check_folder(out, "online-mind2web", key, force=force,
+                          labels={"tasks": "tasks", "extra_hosts": "extra hosts", "agent_options": "--agent-option"},
+                          markers=("results/*/result.json", "results.json"), what="results")
+    built = build_tasks(tasks, max_steps)
+    folder.apply()
     if env_url is not None:
         return asyncio.run(_play_all(env_url, tasks, built, make_agent, out, extra_hosts, max_seconds))
     from mintgym.server.app import create_app
@@ -155,7 +166,7 @@ async def _play_all(url: str, tasks: Sequence[OnlineTask], built: list[OnlineMin
 
 def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], out: str | Path,
               allow_internet: bool = False, describe: dict[str, Any] | None = None, max_steps: int | None = None,
-              max_seconds: float | None = None, **_: Any) -> str:
+              max_seconds: float | None = None, force: bool = False, **_: Any) -> str:
     """``mintgym eval --suite online-mind2web --data TASK_LIST --allow-internet``: play every task live, write
     the result folders and ``results.json`` (task, level, folder, error); judging is a separate step."""
     import json
@@ -164,7 +175,7 @@ def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], o
 
     tasks = list(load_tasks(data).values())
     folders = run_live(tasks, make_agent, out, allow_internet=allow_internet, max_steps=max_steps or 30,
-                       max_seconds=max_seconds)
+                       max_seconds=max_seconds, describe=describe, force=force)
     rows = [{"task_id": t.task_id, "level": t.level, "folder": str(f),
              "error": (f / "error.txt").read_text() if (f / "error.txt").is_file() else None}
             for t, f in zip(tasks, folders)]

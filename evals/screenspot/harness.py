@@ -8,14 +8,16 @@ prediction. An answer that is not a click, does not parse, or puts the point off
 frame refuses it) is ``wrong_format``; the official scripts would count an off-image point as ``wrong``
 (a failure either way; only the wrong_format count differs).
 
-Outputs, under ``out``: ``predictions.jsonl`` (one record per sample as it finishes; a re-run skips the
-samples already there), ``results.json`` in ScreenSpot-Pro's results layout (``details`` + ``metrics``,
+Outputs, under ``out``: ``run.json`` (what made the run: the samples, the agent as ``describe`` names it;
+only the same run resumes the folder, see :mod:`mintgym.run_record`), ``predictions.jsonl`` (one record per
+sample as it finishes; a re-run skips the samples already there), ``results.json`` in ScreenSpot-Pro's results layout (``details`` + ``metrics``,
 so ``mintgym report screenspot --predictions`` rescores it) and ``report.html``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -28,6 +30,7 @@ from mintgym.evals.screenspot.data import GroundingSample
 from mintgym.evals.screenspot.scoring import WRONG_FORMAT, breakdowns, classify
 
 from mintgym.policy import Agent, AgentContext
+from mintgym.run_record import check_folder
 from mintgym.types import Observation
 
 #: The action set of a grounding step: one click.
@@ -62,15 +65,27 @@ async def ground(agent: Agent, sample: GroundingSample) -> dict[str, Any]:
     return record
 
 
+def samples_key(samples: Sequence[GroundingSample]) -> str:
+    """The sample set, as the run folder records it: how many, and a digest of their ids."""
+    digest = hashlib.sha256("\n".join(s.id for s in samples).encode()).hexdigest()[:16]
+    return f"{samples[0].benchmark}: {len(samples)} samples, ids sha256:{digest}"
+
+
 def run_screenspot(samples: Sequence[GroundingSample], make_agent: Callable[[], Agent], out: str | Path, *,
-                   concurrency: int = 1, describe: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Ground every sample not yet in ``out/predictions.jsonl``; write results.json and report.html."""
+                   concurrency: int = 1, describe: dict[str, Any] | None = None, force: bool = False) -> dict[str, Any]:
+    """Ground every sample not yet in ``out/predictions.jsonl``; write results.json and report.html.
+
+    ``out`` is resumed only by the run that made it (the same samples and ``describe``); another run is
+    refused with a one-line :class:`~mintgym.errors.MintGymError`, or with ``force`` starts afresh after the
+    old folder is moved aside."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     if not samples:
         raise ValueError("no ScreenSpot samples to run")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_folder(out, "screenspot", {**(describe or {}), "samples": samples_key(samples)}, force=force,
+                 labels={"samples": "--data", "agent_options": "--agent-option"},
+                 markers=("predictions.jsonl", "results.json"), what="predictions").apply()
     done = read_predictions(out / "predictions.jsonl")
     pending = [s for s in samples if s.id not in done]
 
@@ -123,7 +138,7 @@ SUITE_VERSIONS = {"screenspot": "v1", "screenspot-v2": "v2", "screenspot-pro": "
 
 
 def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], out: str | Path,
-              describe: dict[str, Any] | None = None, concurrency: int = 1, **_: Any) -> str:
+              describe: dict[str, Any] | None = None, concurrency: int = 1, force: bool = False, **_: Any) -> str:
     """``mintgym eval --suite screenspot[-v2|-pro] --data PATH``: run it and return its tables as text."""
     from mintgym.evals.screenspot.data import load_screenspot
     from mintgym.evals.screenspot.report import render_text
@@ -131,4 +146,5 @@ def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], o
     if name not in SUITE_VERSIONS:
         raise ValueError(f"unknown ScreenSpot suite {name!r}; known: {', '.join(SUITE_VERSIONS)}")
     samples = load_screenspot(data, SUITE_VERSIONS[name])
-    return render_text(run_screenspot(samples, make_agent, out, concurrency=concurrency, describe=describe))
+    return render_text(run_screenspot(samples, make_agent, out, concurrency=concurrency, describe=describe,
+                                      force=force))

@@ -148,26 +148,12 @@ def build_agent(choice: AgentChoice, *, concurrency: int = 1, seed: int = 0) -> 
     from mintgym.agents import make_agent
     from mintgym.errors import MintGymError, first_line
 
-    options = parse_agent_options(choice.agent_option)
-    describe: dict[str, Any] = {"agent": choice.agent}
-    wants_engine = any(v is not None for v in (choice.engine, choice.model, choice.model_url))
-    custom = choice.agent not in BUILTIN_AGENTS
+    options = _agent_kwargs(choice, seed)
+    describe = agent_description(choice, seed)
     engine = None
-    if choice.agent == "vlm" or (custom and wants_engine):
-        engine, engine_name = _build_engine(choice, concurrency)
+    if "engine" in describe:
+        engine, _ = _build_engine(choice, concurrency)
         options["engine"] = engine
-        describe.update(engine=engine_name, model=choice.model, model_url=choice.model_url)
-        if choice.agent == "vlm":
-            options.update(frame=choice.frame, history=choice.history, max_pixels=choice.max_pixels,
-                           max_new_tokens=choice.max_new_tokens, temperature=choice.temperature,
-                           retries=choice.retries, seed=seed)
-            describe.update(frame=choice.frame, history=choice.history, max_pixels=choice.max_pixels,
-                            max_new_tokens=choice.max_new_tokens, temperature=choice.temperature,
-                            retries=choice.retries)
-    elif wants_engine:
-        raise fail(f"--engine/--model/--model-url are options of the vlm agent or your own, not {choice.agent!r}")
-    if choice.agent_option:
-        describe["agent_options"] = {k: v for k, v in options.items() if k != "engine"}
     try:
         first = make_agent(choice.agent, **options)
     except (ValueError, TypeError, ImportError, MintGymError) as err:
@@ -178,11 +164,46 @@ def build_agent(choice: AgentChoice, *, concurrency: int = 1, seed: int = 0) -> 
                       needs_oracle=bool(getattr(first, "needs_oracle", False)))
 
 
+def _agent_kwargs(choice: AgentChoice, seed: int) -> dict[str, Any]:
+    """The keyword arguments the agent is made with, but its engine; one ``error:`` line for a wrong mix."""
+    options = parse_agent_options(choice.agent_option)
+    wants_engine = any(v is not None for v in (choice.engine, choice.model, choice.model_url))
+    if choice.agent == "vlm":
+        options.update(frame=choice.frame, history=choice.history, max_pixels=choice.max_pixels,
+                       max_new_tokens=choice.max_new_tokens, temperature=choice.temperature,
+                       retries=choice.retries, seed=seed)
+    elif wants_engine and choice.agent in BUILTIN_AGENTS:
+        raise fail(f"--engine/--model/--model-url are options of the vlm agent or your own, not {choice.agent!r}")
+    return options
+
+
+def agent_description(choice: AgentChoice, seed: int = 0) -> dict[str, Any]:
+    """What the run records about its agent (results.json ``config``, and the run folder's key): the agent,
+    and where it has one its engine, model and sampling options, and any ``--agent-option``. Builds nothing.
+    """
+    options = _agent_kwargs(choice, seed)
+    describe: dict[str, Any] = {"agent": choice.agent}
+    if choice.agent == "vlm" or (choice.agent not in BUILTIN_AGENTS
+                                 and any(v is not None for v in (choice.engine, choice.model, choice.model_url))):
+        describe.update(engine=_engine_name(choice), model=choice.model, model_url=choice.model_url)
+        if choice.agent == "vlm":
+            describe.update(frame=choice.frame, history=choice.history, max_pixels=choice.max_pixels,
+                            max_new_tokens=choice.max_new_tokens, temperature=choice.temperature,
+                            retries=choice.retries)
+    if choice.agent_option:
+        describe["agent_options"] = options
+    return describe
+
+
+def _engine_name(choice: AgentChoice) -> str:
+    return choice.engine or ("openai" if choice.model_url else "hf")
+
+
 def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
     from mintgym.errors import MintGymError, first_line
     from mintgym.inference import make_engine
 
-    name = choice.engine or ("openai" if choice.model_url else "hf")
+    name = _engine_name(choice)
     if name == "openai":
         if not choice.model_url:
             raise fail("the openai engine needs --model-url (an OpenAI-compatible server, e.g. "

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from mintgym.cli.agent_options import AgentChoice, build_agent, fail, use_packs, with_agent_options
+from mintgym.cli.agent_options import AgentChoice, agent_description, build_agent, fail, use_packs, with_agent_options
 
 OSWORLD_ROOT_HELP = ("OSWorld's evaluation_examples folder as OSWorld ships it (examples/<app>/<id>.json, "
                      "test_*.json); default: $MINTGYM_OSWORLD_ROOT, else the shared data")
@@ -212,15 +212,25 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
             episodes: int = typer.Option(1, min=1),
             seed: int = typer.Option(0, help="seed of the first episode; episode i uses seed+i"),
             concurrency: int = typer.Option(1, min=1),
-            out: Path = typer.Option(Path("runs/rollout"), help="run directory"),
+            out: Path = typer.Option(Path("runs/rollout"), help="run directory (re-running the same rollout resumes "
+                                                                "it; another run there is refused, see --force)"),
+            force: bool = typer.Option(False, "--force", help="when --out holds another run's episodes, move them "
+                                                              "aside to OUT.before-<timestamp> and start afresh"),
             backend: str = typer.Option("local", help="local | docker | ray"),
             base_url: Optional[str] = typer.Option(None, help="use a running env server instead"),
             token_file: Optional[Path] = typer.Option(None, "--token-file", help=CLIENT_TOKEN_HELP),
             osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP),
             agent_choice: AgentChoice = None) -> None:
-    """Run episodes of one task with an agent and record their trajectories."""
+    """Run episodes of one task with an agent and record their trajectories.
+
+    An existing --out is resumed (finished episodes kept, errored ones played again) only by the rollout that
+    made it: same task, seeds and agent (its run.json); another is refused, or --force moves the old folder
+    aside."""
     from mintgym.env import registration
+    from mintgym.errors import MintGymError, first_line
+    from mintgym.evals.harness import KEY_LABELS, episode_key, finished
     from mintgym.rollout.runner import EpisodeJob, run_jobs
+    from mintgym.run_record import check_folder
 
     _use_osworld_root(osworld_root)
     use_packs(agent_choice.packs)
@@ -233,24 +243,45 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
     if not base_url and (problem := registration.forwarding_problem(task)):
         raise fail(problem)
     task = found.id  # the registered id, however it was spelled (short, long or unversioned)
+    token = client_token(token_file)
+    seeds = [seed + i for i in range(episodes)]
+    key = {**agent_description(agent_choice, seed), "task": task, "seeds": seeds}
+    try:  # before an engine or a server starts
+        folder = check_folder(out, "rollout", key, force=force, labels={**KEY_LABELS, "task": "--task"},
+                              markers=("*/meta.json",))
+    except MintGymError as err:
+        raise fail(first_line(err)) from None
     built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before a server starts
     if built.needs_oracle and not found.has_oracle():
         built.close()
         typer.echo(f"{task}: skipped, no oracle (the {agent_choice.agent} agent plays task oracles; this task "
                    "ships none); 0 episodes run")
         return
-    jobs = [EpisodeJob(task, seed + i, f"{task.replace('/', '__')}-seed{seed + i}") for i in range(episodes)]
-    out.mkdir(parents=True, exist_ok=True)
+    jobs = [EpisodeJob(task, s, episode_key(task, s)) for s in seeds]
+    try:
+        moved = folder.apply()
+    except OSError as err:
+        built.close()
+        raise fail(f"cannot make {out} this run's folder: {err}") from None
+    if moved is not None:
+        typer.echo(f"--force: the old episodes were moved to {moved}; starting afresh in {out}", err=True)
+    kept = {job.key: traj for job in jobs if (traj := finished(out, job.key, retry_errors=True)) is not None}
+    if kept:
+        typer.echo(f"resuming {out}: the same run made it (run.json); {len(kept)} of {len(jobs)} episodes are "
+                   "already recorded and kept", err=True)
 
     def report(job, traj) -> None:
         note = f" ({traj.error})" if traj.error else ""
         typer.echo(f"{job.task_id} seed={job.seed}: {traj.status} reward={traj.total_reward:.3f} "
                    f"steps={len(traj.steps)}{note}")
 
+    pending = [job for job in jobs if job.key not in kept]
+    trajs = list(kept.values())
     try:
-        with _server(domain, backend, base_url, client_token(token_file)) as (url, tok):
-            trajs = asyncio.run(run_jobs(url, jobs, built.make, concurrency=concurrency, run_dir=out,
-                                         token=tok, on_done=report))
+        if pending:
+            with _server(domain, backend, base_url, token) as (url, tok):
+                trajs += asyncio.run(run_jobs(url, pending, built.make, concurrency=concurrency, run_dir=out,
+                                              token=tok, on_done=report))
     finally:
         built.close()
     wins = sum(t.success for t in trajs)

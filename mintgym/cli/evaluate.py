@@ -1,6 +1,9 @@
 """``mintgym eval``: run a benchmark suite (or a list of tasks) with an agent; write results.json and report.html.
 
 The harness is :mod:`mintgym.evals.harness`; this module only reads the options and builds the agent.
+An existing ``--out`` is resumed only by the run that made it (its ``run.json``: tasks, seeds, limits, agent,
+engine, model); another run is refused in one line before anything starts, or ``--force`` moves the old
+folder aside and starts afresh (:mod:`mintgym.run_record`).
 
     mintgym eval --suite pytool-all --agent vlm --model-url http://127.0.0.1:8001/v1 --out runs/v
     mintgym eval --tasks pytool/count-shapes-0,pytool/table-sum-0 --agent scripted --out runs/s
@@ -15,7 +18,7 @@ from typing import Any
 
 import typer
 
-from mintgym.cli.agent_options import AgentChoice, build_agent, fail, use_packs, with_agent_options
+from mintgym.cli.agent_options import AgentChoice, agent_description, build_agent, fail, use_packs, with_agent_options
 from mintgym.cli.core import CLIENT_TOKEN_HELP, client_token
 
 #: Suites over a local dataset (``--data``), run by their benchmark's own harness instead of env servers.
@@ -40,7 +43,10 @@ def evaluate(
     episodes: int | None = typer.Option(None, min=1, help="episodes per task (default: the suite's seeds)"),
     seed: int = typer.Option(0, help="seed of the first episode; episode i uses seed+i"),
     concurrency: int = typer.Option(1, min=1, help="episodes at once per domain"),
-    out: Path = typer.Option(Path("runs/eval"), help="output directory (re-running resumes it)"),
+    out: Path = typer.Option(Path("runs/eval"), help="output directory (re-running the same eval resumes it; "
+                                                      "another eval there is refused, see --force)"),
+    force: bool = typer.Option(False, "--force", help="when --out holds another run's episodes, move them aside "
+                                                      "to OUT.before-<timestamp> and start afresh"),
     backend: str = typer.Option("local", help="runtime that starts env servers: local | docker | ray"),
     env_url: list[str] = typer.Option([], "--env-url", help="a running env server: URL, or DOMAIN=URL (repeatable)"),
     token_file: Path | None = typer.Option(None, "--token-file", help=CLIENT_TOKEN_HELP),
@@ -61,7 +67,7 @@ def evaluate(
 
     Exits 1 when every episode errored; otherwise it says how many did."""
     from mintgym.errors import MintGymError, first_line
-    from mintgym.evals.harness import EvalConfig, run_eval
+    from mintgym.evals.harness import EvalConfig, eval_folder, run_eval
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
     from mintgym.cli.core import _use_osworld_root, domain_unavailable
@@ -87,21 +93,24 @@ def evaluate(
         urls = _env_urls(env_url)
         if benchmark is not None:
             benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
-        built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before any server starts
-        describe = built.describe
-        make_agent = built.make
-        built_engine = built.engine
-        if data_harness is not None:
-            _run_data_suite(data_harness, suite, data=data, make_agent=make_agent, out=out,
-                            describe=describe, concurrency=concurrency, allow_internet=allow_internet,
-                            max_steps=max_steps, max_seconds=max_seconds, engine=built_engine)
-            return
         config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
                             env_url=urls, token=client_token(token_file), max_seconds=max_seconds, retry_errors=retry_errors,
-                            progress=progress, describe=describe)
+                            progress=progress, describe=agent_description(agent_choice, seed), force=force)
+        if benchmark is not None:  # the folder is checked before an engine or a server starts
+            try:
+                folder = eval_folder(benchmark, config)
+            except (ValueError, MintGymError) as err:
+                raise fail(first_line(err)) from None
+        built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before any server starts
+        if data_harness is not None:
+            _run_data_suite(data_harness, suite, data=data, make_agent=built.make, out=out,
+                            describe=built.describe, concurrency=concurrency, allow_internet=allow_internet,
+                            max_steps=max_steps, max_seconds=max_seconds, force=force, engine=built.engine)
+            return
         try:
-            results = run_eval(benchmark, make_agent, config)
-        except (ValueError, MintGymError) as err:
+            _say_folder(folder, folder.apply(), out)
+            results = run_eval(benchmark, built.make, config)
+        except (ValueError, OSError, MintGymError) as err:
             raise fail(first_line(err)) from None
         finally:
             built.close()
@@ -111,12 +120,19 @@ def evaluate(
         if results.get("no_oracle"):
             typer.echo(f"skipped {len(results['no_oracle'])} tasks with no oracle (the {agent_choice.agent} agent plays "
                        "task oracles; listed as no_oracle in results.json, not as errors)", err=True)
+        if results.get("not_counted"):
+            typer.echo(f"{len(results['not_counted'])} episodes recorded in {out} are not counted (their tasks are "
+                       "skipped now; listed as not_counted in results.json)", err=True)
         errored = overall["errors"]["count"]
         if overall["episodes"]:
             lo, hi = overall["success_ci95"]
             typer.echo(f"{overall['successes']}/{overall['episodes']} succeeded ({100 * overall['success_rate']:.1f}%, "
                        f"95% CI {100 * lo:.1f}-{100 * hi:.1f}%), mean reward {overall['mean_reward']:.3f}, "
                        f"{errored} of {overall['episodes']} episodes errored")
+        if results.get("resumed_episodes"):
+            kept = results["resumed_episodes"]
+            typer.echo(f"{kept} of {len(results['episodes'])} episodes were already recorded in {out} and kept; "
+                       f"{len(results['episodes']) - kept} ran now")
         typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
         if overall["episodes"] and errored == overall["episodes"]:
             reasons = overall["errors"].get("reasons") or {}
@@ -127,6 +143,14 @@ def evaluate(
             os.environ.pop(DOWNLOADS_VARIABLE, None)
         else:
             os.environ[DOWNLOADS_VARIABLE] = previous_downloads
+
+
+def _say_folder(folder: Any, moved: Path | None, out: Path) -> None:
+    """One line when the run resumes its folder or moved an old one aside."""
+    if moved is not None:
+        typer.echo(f"--force: the old episodes were moved to {moved}; starting afresh in {out}", err=True)
+    elif folder.action == "resume":
+        typer.echo(f"resuming {out}: the same run made it (run.json), so its finished episodes are kept", err=True)
 
 
 def _skip_what_cannot_run(benchmark: Any, urls: Any, domain_unavailable: Any) -> Any:

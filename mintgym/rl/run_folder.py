@@ -5,7 +5,8 @@ A folder that is neither empty nor a run's (a model checkpoint given as ``--out`
 before anything is written in it. A run that has a checkpoint resumes only with the settings that define
 what it trains (:data:`FIXED`: the model, the tasks, the agent, the warm start, the group size); other
 settings may change on resume (more steps, another learning rate, more workers or env servers), each change
-said in the log, and the record they replace kept as ``config.before-step-<N>.json``.
+said in the log, and the record they replace kept as ``config.before-step-<N>.json``. The diff helpers are
+:mod:`mintgym.run_record`'s, which keys eval and rollout folders the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mintgym.errors import MintGymError
+from mintgym.run_record import changes, short
 from mintgym.trainer.ckpt import checkpoint_step, latest_checkpoint
 from mintgym.trainer.config import ConfigError, RunConfig
 
@@ -25,31 +27,14 @@ FIXED = ("model.path", "model.build_tiny", "model.tiny_seed", "model.tiny_option
          "agent", "warm_start", "rollout.group_size")
 
 
-def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"train": {"lr": 1}}`` as ``{"train.lr": 1}``; lists (``tasks``, ``envs``) stay whole values."""
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
-
-
-def changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """Every dotted key whose value differs between two configs: key -> (before, after)."""
-    old, new = flatten(before), flatten(after)
-    return {key: (old.get(key), new.get(key)) for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)}
-
-
 def is_fixed(key: str) -> bool:
     return any(key == fixed or key.startswith(f"{fixed}.") for fixed in FIXED)
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
+def _inert(key: str, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether ``key`` cannot change what the run trains: a warm start's settings when neither config warm-starts
+    (a record of 0 warm-start steps written when ``warm_start.lr`` defaulted to 1e-3 resumes as it did)."""
+    return key.startswith("warm_start.") and not before["warm_start"].get("steps") and not after["warm_start"].get("steps")
 
 
 def saved_config(out: Path) -> dict[str, Any] | None:
@@ -83,9 +68,9 @@ def open_run_folder(cfg: RunConfig, out: Path, log: Callable[[str], None] = prin
     step = checkpoint_step(last) if last is not None else None
     if saved is not None and last is not None:
         diff = changes(saved, new)
-        fixed = {k: v for k, v in diff.items() if is_fixed(k)}
+        fixed = {k: v for k, v in diff.items() if is_fixed(k) and not _inert(k, saved, new)}
         if fixed:
-            said = "; ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in list(fixed.items())[:4])
+            said = "; ".join(f"{k}: {short(a)} -> {short(b)}" for k, (a, b) in list(fixed.items())[:4])
             sections = ", ".join(sorted({k.split(".")[0] for k in fixed}))
             raise MintGymError(f"{out} was trained with other settings of {sections} ({said}): resume it with "
                                f"its config ({record}) or give a new --out")
@@ -93,7 +78,7 @@ def open_run_folder(cfg: RunConfig, out: Path, log: Callable[[str], None] = prin
             kept = out / f"config.before-step-{step if step is not None else 0:06d}.json"
             os.replace(record, kept)
             log(f"resuming with changed settings (the earlier ones kept in {kept.name}): "
-                + "; ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in diff.items()))
+                + "; ".join(f"{k}: {short(a)} -> {short(b)}" for k, (a, b) in diff.items()))
     out.mkdir(parents=True, exist_ok=True)
     tmp = record.with_name(".config.json.tmp")
     tmp.write_text(json.dumps(new, indent=2))

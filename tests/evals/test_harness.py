@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from mintgym.env import registration
 from mintgym.env.core import Environment, Task
+from mintgym.errors import MintGymError
 from mintgym.inference import make_engine
 from mintgym.policy import AgentContext
 from mintgym.testing import serve_asgi
@@ -119,6 +120,35 @@ def test_rerun_resumes_finished_episodes_and_reruns_unfinished_ones(tmp_path):
     third = run_eval(NULL, ScriptedAgent, config(tmp_path, episodes=2))
     assert third["overall"]["successes"] == 2
     assert metas[0].stat().st_mtime_ns != stamps[0] and metas[1].stat().st_mtime_ns == stamps[1]
+
+
+def test_a_rerun_by_another_agent_is_refused_touching_nothing_and_force_starts_afresh(tmp_path):
+    out = tmp_path / "e"
+    run_eval(NULL, ScriptedAgent, config(out, episodes=2, describe={"agent": "scripted"}))
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    with pytest.raises(MintGymError, match=r"e was made by --agent scripted; this run is --agent crashing: give "
+                                           r"another --out, or --force to start over"):
+        run_eval(NULL, CrashingAgent, config(out, episodes=2, describe={"agent": "crashing"}))
+    with pytest.raises(MintGymError, match=r"e was made by seeds 0, 1; this run is seeds 0"):
+        run_eval(NULL, ScriptedAgent, config(out, episodes=1, describe={"agent": "scripted"}))
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    results = run_eval(NULL, CrashingAgent, config(out, episodes=2, describe={"agent": "crashing"}, force=True))
+    assert results["overall"]["errors"]["count"] == 2 and results["resumed_episodes"] == 0
+    [aside] = [p for p in tmp_path.iterdir() if p.name.startswith("e.before-")]
+    assert results["moved_aside"] == str(aside)
+    assert json.loads((aside / "results.json").read_text())["overall"]["successes"] == 2
+
+
+def test_recorded_episodes_of_a_task_skipped_now_are_listed_not_dropped(tmp_path):
+    two = Benchmark(name="two", task_ids=("null/echo", "pytool/count-shapes-0"))
+    first = run_eval(two, ScriptedAgent, config(tmp_path))
+    assert first["overall"]["episodes"] == 2
+    gone = replace(two, skipped=(("pytool/count-shapes-0", "no Python sandbox here now"),))
+    again = run_eval(gone, ScriptedAgent, config(tmp_path, backend="no-such-backend"))  # nothing left to run
+    assert again["overall"]["episodes"] == 1 and again["resumed_episodes"] == 1
+    assert again["not_counted"] == [{"key": "pytool__count-shapes-0-seed0", "task_id": "pytool/count-shapes-0",
+                                     "reason": "its task is skipped here now: no Python sandbox here now"}]
+    assert json.loads((tmp_path / "results.json").read_text())["not_counted"] == again["not_counted"]
 
 
 def test_a_crashing_agent_counts_as_failures_with_the_reason(tmp_path):

@@ -76,3 +76,16 @@ def test_a_run_that_never_checkpointed_takes_the_new_config(tmp_path):
 
 def test_changes_are_dotted_keys():
     assert changes({"a": {"b": 1, "c": [1]}}, {"a": {"b": 2, "c": [1]}}) == {"a.b": (1, 2)}
+
+
+def test_the_settings_of_a_warm_start_of_no_steps_do_not_block_a_resume(tmp_path):
+    """A record written when ``warm_start.lr`` defaulted to 1e-3 (no warm start given) resumes today, when the
+    lr of a real model's warm start has no default; a warm start that trains is still fixed."""
+    open_run_folder(_config(), tmp_path, lambda _: None)
+    _checkpoint(tmp_path)
+    record = json.loads((tmp_path / "config.json").read_text())
+    record["warm_start"]["lr"] = 1e-3
+    (tmp_path / "config.json").write_text(json.dumps(record))
+    open_run_folder(_config(), tmp_path, lambda _: None)
+    with pytest.raises(MintGymError, match=r"other settings of warm_start"):
+        open_run_folder(_config(warm_start={"steps": 5, "lr": 1e-5, "oracle": True}), tmp_path, lambda _: None)

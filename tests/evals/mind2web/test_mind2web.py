@@ -214,3 +214,29 @@ def test_mintgym_eval_runs_the_split_with_the_vlm_agent_and_report_prints_the_pa
     assert json.loads(saved.read_text())["frames"] == ["absolute"]
     report = CliRunner().invoke(app, ["report", "mind2web", "--results", str(saved)])
     assert report.exit_code == 0 and "Ele. Acc" in report.output and "100.0" in report.output
+
+
+def test_a_split_folder_is_resumed_only_by_the_run_that_made_it(data, tmp_path):
+    from mintgym.errors import MintGymError
+
+    steps = list(iter_steps(data, "test_task"))
+    answers = {"derived-type-step": ['click(x=290, y=623)', 'type(text="wedding photographer")'],
+               "c69cbea4-7231-42f7-b5fc-e0fac8f781e9": ["click(x=633, y=623)", "done()"]}
+    run_split(steps, lambda: Answers(answers), tmp_path, "test_task", describe={"agent": "a"})
+    before = (tmp_path / "test_task" / "steps.jsonl").read_bytes()
+    agent = Answers(answers)
+    with pytest.raises(MintGymError, match=r"test_task was made by --agent a; this run is --agent b: give another"):
+        run_split(steps, lambda: agent, tmp_path, "test_task", describe={"agent": "b"})
+    assert agent.seen == [] and (tmp_path / "test_task" / "steps.jsonl").read_bytes() == before
+    run_split(steps, lambda: agent, tmp_path, "test_task", describe={"agent": "a"})
+    assert agent.seen == []  # resumed: every step was recorded
+    other = tmp_path / "not-mind2web"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(MintGymError, match=r"is not empty and holds no Mind2Web split folders"):
+        run_split(steps, lambda: agent, other, "test_task")
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    run_split(steps, lambda: Answers(answers), tmp_path / "d", "test_task", dataset="/d")
+    with pytest.raises(MintGymError, match=r"test_task was made by --data /d; this run is --data /e"):
+        run_split(steps, lambda: agent, tmp_path / "d", "test_task", dataset="/e")
+    assert agent.seen == []

@@ -13,6 +13,7 @@ from mintgym.evals.online_mind2web.live import hosts_for, run_live, site_url
 from mintgym.evals.online_mind2web.results import OnlineTask, read_result
 from PIL import Image
 
+from mintgym.errors import MintGymError
 from mintgym.policy import AgentStep
 
 HOME = """<!doctype html><html><body style="margin:0;background:#fff">
@@ -55,6 +56,11 @@ def test_a_live_task_on_a_loopback_site_writes_the_official_result(tmp_path, ser
     assert not (folder / "error.txt").exists()
     again = run_live([task], Clicker, tmp_path, allow_internet=True, max_steps=5)  # resumes: nothing is played again
     assert again == [folder] and json.loads((folder / "result.json").read_text()) == result
+    with pytest.raises(MintGymError, match=r"was made by --max-steps 5; this run is --max-steps 6: give another --out"):
+        run_live([task], Clicker, tmp_path, allow_internet=True, max_steps=6)  # refused before any server starts
+    with pytest.raises(MintGymError, match=r"was made by --agent \(not given\); this run is --agent other"):
+        run_live([task], Clicker, tmp_path, allow_internet=True, max_steps=5, describe={"agent": "other"})
+    assert json.loads((folder / "result.json").read_text()) == result
 
 
 @pytest.mark.web

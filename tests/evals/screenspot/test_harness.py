@@ -181,9 +181,11 @@ def test_unparseable_answers_are_wrong_format_and_runs_resume(tmp_path):
         def generate(self, requests):
             return [Generation("I think it is the gear icon", None, None, None, None, "stop") for _ in requests]
 
-    first = run_screenspot(samples[:1], lambda: VLMAgent(Chatty({}, (1280, 800), "pixels")), tmp_path / "run")
+    first = run_screenspot(samples, lambda: VLMAgent(Chatty({}, (1280, 800), "pixels")), tmp_path / "run")
     assert first["details"][0]["correctness"] == "wrong_format" and first["details"][0]["pred"] is None
-    assert first["metrics"]["overall"]["wrong_format_num"] == 1
+    assert first["metrics"]["overall"]["wrong_format_num"] == 2
+    predictions = tmp_path / "run" / "predictions.jsonl"
+    predictions.write_text(predictions.read_text().splitlines()[0] + "\n")  # as if stopped after one sample
     model = TargetModel({s.instruction: s.bbox for s in samples}, (1280, 800), "pixels")
     again = run_screenspot(samples, lambda: VLMAgent(model, frame="absolute"), tmp_path / "run")
     assert [r["correctness"] for r in again["details"]] == ["wrong_format", "correct"]
@@ -216,3 +218,34 @@ def test_mintgym_eval_runs_the_screenspot_pro_suite_with_the_vlm_agent(tmp_path,
     assert rescored.exit_code == 0 and "2/2 match the stored correctness" in rescored.output
     missing = CliRunner().invoke(app, ["eval", "--suite", "screenspot-pro", "--agent", "vlm"])
     assert missing.exit_code == 2 and "--data is for the data suites" in missing.output
+    asked = len(httpx.get(f"{server}/control/requests").json())
+    before = (tmp_path / "run" / "predictions.jsonl").read_bytes()
+    other = CliRunner().invoke(app, [*args[:-3], "absolute", *args[-2:]])  # --frame absolute into the same --out
+    assert other.exit_code == 2 and "was made by --frame normalized_1000; this run is --frame absolute" in other.output
+    assert len(httpx.get(f"{server}/control/requests").json()) == asked
+    assert (tmp_path / "run" / "predictions.jsonl").read_bytes() == before
+    forced = CliRunner().invoke(app, [*args[:-3], "absolute", *args[-2:], "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["frames"] == ["absolute"]
+
+
+def test_a_run_with_another_agent_or_sample_set_is_refused_and_force_starts_afresh(tmp_path):
+    from mintgym.errors import MintGymError
+
+    _pro_layout(tmp_path / "data")
+    samples = load_screenspot(tmp_path / "data")
+    model = TargetModel({s.instruction: s.bbox for s in samples}, (1280, 800), "pixels")
+    out = tmp_path / "run"
+    run_screenspot(samples, lambda: VLMAgent(model, frame="absolute"), out, describe={"agent": "vlm", "model": "a"})
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(MintGymError, match=r"run was made by --model a; this run is --model b: give another --out"):
+        run_screenspot(samples, lambda: VLMAgent(model, frame="absolute"), out, describe={"agent": "vlm", "model": "b"})
+    with pytest.raises(MintGymError, match=r"run was made by --data screenspot-pro: 2 samples, .*; this run is --data screenspot-pro: 1 samples"):
+        run_screenspot(samples[:1], lambda: VLMAgent(model, frame="absolute"), out,
+                       describe={"agent": "vlm", "model": "a"})
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before and len(model.shown) == 2
+    again = run_screenspot(samples[:1], lambda: VLMAgent(model, frame="absolute"), out,
+                           describe={"agent": "vlm", "model": "a"}, force=True)
+    assert len(again["details"]) == 1 and len(model.shown) == 3
+    [aside] = [p for p in tmp_path.iterdir() if p.name.startswith("run.before-")]
+    assert {p.name: p.read_bytes() for p in aside.iterdir()} == before

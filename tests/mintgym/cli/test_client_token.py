@@ -25,10 +25,11 @@ def guarded_server(tmp_path):
     proc.wait(10)
 
 
-def _rollout(url, tmp_path, *extra, env=None):
+def _rollout(url, out, *extra, env=None):
+    """A rollout into its own folder ``out`` (a rollout into a folder that holds its episodes plays none)."""
     env = {k: v for k, v in (env or os.environ).items() if k != "MINTGYM_TOKEN"} | (env or {})
     return subprocess.run([sys.executable, "-m", "mintgym.cli", "rollout", "--task", "null/echo", "--agent", "random",
-                           "--base-url", url, "--out", str(tmp_path / "run"), *extra],
+                           "--base-url", url, "--out", str(out), *extra],
                           capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -36,9 +37,9 @@ def test_a_token_file_or_the_environment_reaches_a_guarded_server(guarded_server
     token = tmp_path / "token"
     token.write_text("s3cret-token\n")
     token.chmod(0o600)
-    assert _rollout(guarded_server, tmp_path, "--token-file", str(token)).returncode == 0
-    assert _rollout(guarded_server, tmp_path, env={**os.environ, "MINTGYM_TOKEN": "s3cret-token"}).returncode == 0
-    denied = _rollout(guarded_server, tmp_path)
+    assert _rollout(guarded_server, tmp_path / "file", "--token-file", str(token)).returncode == 0
+    assert _rollout(guarded_server, tmp_path / "env", env={**os.environ, "MINTGYM_TOKEN": "s3cret-token"}).returncode == 0
+    denied = _rollout(guarded_server, tmp_path / "none")
     assert denied.returncode != 0
 
 
