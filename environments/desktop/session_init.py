@@ -5,8 +5,8 @@ Started by :mod:`mintgym.environments.desktop.namespace` as
 session_init.py ARGS``, once per episode. Standard library only, run by path, so it imports nothing of
 MintGym. Inside the new mount namespace it makes a fresh root (``pivot_root``) holding only
 
-* the system's folders, read-only: ``/usr``, ``/etc``, ``/var/lib``, ``/var/cache`` and the ``/bin``-style
-  links or folders;
+* the system's folders, read-only: ``/usr``, ``/etc``, the ``/bin``-style links or folders, and the few
+  folders of ``/var`` that apps read (:data:`VAR_RO`);
 * a fresh ``/proc`` (the session's PID namespace), ``/sys`` (read-only), ``/dev`` with the harmless devices
   and a private ``devpts``, and empty ``/run``, ``/home``, ``/root``, ``/mnt``;
 * the session's writable folders, all on the one size-capped tmpfs the server mounted (``--rw``): its
@@ -41,7 +41,11 @@ MNT_DETACH = 0x2
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 #: System folders the session sees read-only (when the host has them).
-SYSTEM_RO = ("/usr", "/etc", "/var/lib", "/var/cache")
+SYSTEM_RO = ("/usr", "/etc")
+#: The few folders of /var that apps read (the rest of /var holds the host's state, caches and data: a build
+#: cache there once held a copy of MintGym's code): D-Bus's machine id, LibreOffice's bundled extensions,
+#: Ghostscript's font map, the font cache.
+VAR_RO = ("/var/lib/dbus", "/var/lib/libreoffice", "/var/lib/ghostscript", "/var/cache/fontconfig")
 #: Top-level names that merged-/usr systems keep as links into /usr (folders elsewhere: bound read-only).
 TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -122,7 +126,7 @@ def lay_out(args: argparse.Namespace) -> None:
             os.symlink(os.readlink(path), new + path)
         elif os.path.isdir(path):
             bind(path, new + path, readonly=True)
-    for path in SYSTEM_RO:
+    for path in (*SYSTEM_RO, *VAR_RO):
         if os.path.isdir(path):
             bind(path, new + path, readonly=True)
     os.makedirs(new + "/proc")

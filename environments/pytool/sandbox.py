@@ -392,7 +392,10 @@ class Sandbox:
                 await asyncio.wait_for(proc.wait(), 5)
             except TimeoutError:
                 _kill(proc.pid)
-                await proc.wait()
+                # Bounded too: a close must never hang the server (the group's cgroup.kill in close() and the
+                # reaper end whatever is left).
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 5)
         await self._end_stderr()
         self.worker_pid = None
 
