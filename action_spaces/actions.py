@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, ClassVar, Literal
 
 from mintgym.action_spaces.keys import normalize_key
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 Coordinate = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 
@@ -71,10 +71,30 @@ class Scroll(ActionModel):
     dy: int = Field(0, ge=-100_000, le=100_000, examples=[300])
 
 
+def _unicode_text(text: str) -> str:
+    """``text`` if it is valid Unicode: a lone surrogate cannot be typed, sent or recorded as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"text holds a lone surrogate at {err.start} (not valid Unicode)") from None
+    return text
+
+
+#: Text to type or choose: any valid Unicode, the empty string included.
+Text = Annotated[str, AfterValidator(_unicode_text)]
+
+
 class Type(ActionModel):
     summary: ClassVar[str] = "Type the text with the keyboard into the focused element."
     type: Literal["type"] = "type"
-    text: str = Field(min_length=1, examples=["hello world"])
+    #: May be empty: Mind2Web has TYPE steps whose value is empty (an empty type types nothing).
+    text: Text = Field(examples=["hello world"])
+
+
+class Select(ActionModel):
+    summary: ClassVar[str] = "Choose the option with this label in the focused drop-down list."
+    type: Literal["select"] = "select"
+    text: Text = Field(examples=["Queen"])
 
 
 class Key(ActionModel):
@@ -202,12 +222,12 @@ class Done(ActionModel):
 
 ACTION_TYPES: dict[str, type[ActionModel]] = {
     cls.model_fields["type"].default: cls
-    for cls in (Click, Move, Drag, Scroll, Type, Key, Tap, LongPress, Swipe, Back, Home, OpenApp,
+    for cls in (Click, Move, Drag, Scroll, Type, Select, Key, Tap, LongPress, Swipe, Back, Home, OpenApp,
                 Goto, Tab, Python, Zoom, Wait, Done)
 }
 
 Action = Annotated[
-    Click | Move | Drag | Scroll | Type | Key | Tap | LongPress | Swipe | Back | Home | OpenApp | Goto | Tab | Python | Zoom
+    Click | Move | Drag | Scroll | Type | Select | Key | Tap | LongPress | Swipe | Back | Home | OpenApp | Goto | Tab | Python | Zoom
     | Wait | Done,
     Field(discriminator="type"),
 ]

@@ -1,8 +1,13 @@
 """Agents: policies that turn observations into actions. All share :class:`mintgym.policy.Agent`.
 
-``make_agent(name, **options)``: ``scripted`` (plays the task oracle; a test agent), ``random``, and
-``vlm`` (a vision-language model through an inference engine) -- or your own, named ``module:Class`` or
-``module:factory``.
+``make_agent(name, **options)``: a registered agent (the ``mintgym.agents`` entry points: ``scripted``, which
+plays the task oracle, ``random``, ``vlm``, a vision-language model through an inference engine, and
+``answer``, the RL quickstarts' one-token policy; an installed package adds its own the same way), or your
+own named ``module:Class`` or ``module:factory``.
+
+An agent class may say how the entry points use it: ``needs_engine = True`` (the commands build it an
+inference engine, passed as ``engine=``), ``cli_flags`` (the shared command-line options it takes, such as
+``temperature``) and ``training_defaults`` (options a training rollout gives it unless the config sets them).
 
 The Agent protocol (see :mod:`mintgym.policy`) is three members:
 
@@ -23,20 +28,26 @@ import importlib
 import inspect
 from typing import Any
 
-AGENTS = {
-    "scripted": "mintgym.agents.scripted:ScriptedAgent",
-    "random": "mintgym.agents.scripted:RandomAgent",
-    "vlm": "mintgym.agents.vlm:VLMAgent",
-}
+#: The entry-point group agents are registered under (``[project.entry-points."mintgym.agents"]`` in
+#: pyproject.toml): a package of yours that registers its agent there is found by name, as a built-in is.
+AGENT_GROUP = "mintgym.agents"
+
+
+def registered_agents() -> dict[str, str]:
+    """Every registered agent: name -> ``module:attr`` (MintGym's own and installed packages')."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=AGENT_GROUP)}
 
 
 def agent_factory(name: str):
-    """The class or factory behind an agent name: a built-in one, or ``module:Class`` / ``module:factory``."""
-    ref = AGENTS.get(name, name)
+    """The class or factory behind an agent name: a registered one, or ``module:Class`` / ``module:factory``."""
+    known = registered_agents()
+    ref = known.get(name, name)
     module, sep, attr = ref.partition(":")
     if not sep or not module or not attr:
-        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}, or give your own as "
-                         "module:Class or module:factory")
+        raise ValueError(f"unknown agent {name!r}; choose one of {', '.join(sorted(known))}, or give your own as "
+                         "module:Class or module:factory (or register it under the mintgym.agents entry points)")
     try:
         target: Any = importlib.import_module(module)
     except ImportError as err:

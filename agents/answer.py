@@ -60,6 +60,10 @@ def grid_cell(point: tuple[int, int], grid: tuple[int, int], screen_size: tuple[
 
 class AnswerAgent:
     name = "answer"
+    #: The commands build this agent an inference engine (``--engine``, ``--model``, ``--model-url``).
+    needs_engine = True
+    #: The shared command-line options it takes (mintgym.cli.agent_options).
+    cli_flags = ("temperature",)
 
     def __init__(self, engine: InferenceEngine, *, choices: dict[str, list[str]] | None = None,
                  click_grid: dict[str, list[int]] | None = None, max_new_tokens: int = 1,

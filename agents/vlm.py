@@ -45,14 +45,6 @@ from mintgym.inference.images import ImageTooLarge
 from mintgym.policy import AgentContext, AgentStep
 from mintgym.types import Observation
 
-#: One line per domain added to the system prompt.
-DOMAIN_HINTS = {
-    "web": "The screenshot shows a web browser page.",
-    "desktop": "The screenshot shows a Linux desktop.",
-    "android": "The screenshot shows an Android phone screen.",
-    "pytool": ("Your code runs in a sandbox; what it prints appears in the next screenshot. "
-               "When you know the answer, end with done(answer=...)."),
-}
 #: How many times one step may shrink its image after the model server refused it as too large.
 MAX_SHRINKS = 3
 
@@ -101,6 +93,14 @@ class VLMAgent:
         name: the agent's name in trajectories.
         **engine_config: options of ``make_engine(engine, ...)`` (``base_url``, ``model``, ``model_path``).
     """
+
+    #: The commands build this agent an inference engine (``--engine``, ``--model``, ``--model-url``).
+    needs_engine = True
+    #: The shared command-line options it takes (mintgym.cli.agent_options).
+    cli_flags = ("frame", "history", "max_pixels", "max_new_tokens", "temperature", "retries", "seed")
+    #: In a training rollout: the G episodes of a group share their task's seed, so they must sample apart
+    #: (unseeded), and a re-asked answer would not be the sampled one that is trained on.
+    training_defaults = {"seeded": False, "retries": 0}
 
     def __init__(self, engine: InferenceEngine | str = "hf", *, frame: str | CoordinateFrame = "absolute",
                  actions: list[str] | None = None, history: int = 1, max_actions: int | None = 30, max_pixels: int | None = None,
@@ -244,7 +244,7 @@ class VLMAgent:
         assert ctx is not None
         intro = self.system_prompt or (
             f"You are an agent that completes tasks on a {ctx.domain} screen, one action at a time. "
-            f"{DOMAIN_HINTS.get(ctx.domain, '')}".strip())
+            f"{ctx.screen_hint}".strip())
         actions = self.action_set.describe(frame, screen_size=shown)
         return f"{intro}\n\n{actions}\n\nWhen the task is complete, reply with done(...)."
 

@@ -76,6 +76,10 @@ class EvalConfig:
     #: When ``out`` holds another run's episodes (other settings, or no record): move them aside to
     #: ``<out>.before-<timestamp>`` and start afresh, instead of refusing.
     force: bool = False
+    #: Options of every env session, per domain (a run config's ``envs[].session_options``); part of the key.
+    env_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Host options of the env servers started here, per domain (``envs[].host_options``); part of the key.
+    host_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 #: How the user gives each setting of the key (for refusals); others read ``--name-with-dashes``.
@@ -89,8 +93,11 @@ def episode_key(task_id: str, seed: int | None) -> str:
     return f"{task_id.replace('/', '__')}-seed{seed}"
 
 
-def episode_seeds(benchmark: Benchmark, config: EvalConfig) -> tuple[int, ...]:
-    """The seeds every task is played on."""
+def episode_seeds(benchmark: Benchmark, config: EvalConfig, task_id: str | None = None) -> tuple[int, ...]:
+    """The seeds ``task_id`` is played on (None: the benchmark's, for tasks without seeds of their own)."""
+    own = dict(benchmark.task_seeds).get(task_id) if task_id is not None else None
+    if own is not None and config.episodes is None:
+        return tuple(s + config.seed for s in own)
     if config.episodes is not None:
         if config.episodes < 1:
             raise ValueError(f"episodes must be >= 1, got {config.episodes}")
@@ -101,9 +108,9 @@ def episode_seeds(benchmark: Benchmark, config: EvalConfig) -> tuple[int, ...]:
 def plan_jobs(benchmark: Benchmark, config: EvalConfig) -> list[EpisodeJob]:
     """One job per runnable task and seed (skipped tasks get none)."""
     skipped = {task_id for task_id, _ in benchmark.skipped}
-    seeds = episode_seeds(benchmark, config)
     return [EpisodeJob(task_id, seed, episode_key(task_id, seed))
-            for task_id in benchmark.task_ids if task_id not in skipped for seed in seeds]
+            for task_id in benchmark.task_ids if task_id not in skipped
+            for seed in episode_seeds(benchmark, config, task_id)]
 
 
 def eval_key(benchmark: Benchmark, config: EvalConfig) -> dict[str, Any]:
@@ -111,8 +118,16 @@ def eval_key(benchmark: Benchmark, config: EvalConfig) -> dict[str, Any]:
     ``describe`` names it, every task of the benchmark (skipped ones too: whether a task can run here is
     the machine's, not the run's), the seeds, and the step and time limits. How the episodes are run
     (concurrency, backend, env URLs, ``retry_errors``) may change between resumes."""
-    return {**config.describe, "tasks": list(benchmark.task_ids), "seeds": list(episode_seeds(benchmark, config)),
-            "max_steps": benchmark.max_steps, "max_seconds": config.max_seconds}
+    seeds: Any = list(episode_seeds(benchmark, config))
+    if benchmark.task_seeds:
+        seeds = {task_id: list(episode_seeds(benchmark, config, task_id)) for task_id in benchmark.task_ids}
+    key = {**config.describe, "tasks": list(benchmark.task_ids), "seeds": seeds,
+           "max_steps": benchmark.max_steps, "max_seconds": config.max_seconds}
+    if config.env_options:
+        key["env_options"] = config.env_options
+    if config.host_options:
+        key["host_options"] = config.host_options
+    return key
 
 
 def eval_folder(benchmark: Benchmark, config: EvalConfig) -> FolderCheck:
@@ -153,7 +168,8 @@ class _EnvServer:
         from mintgym.runtime.make import provider
 
         self.servers = start_env_servers(provider(self.config.backend), self.domain, token=self.config.token,
-                                         ready_timeout=self.config.ready_timeout)
+                                         ready_timeout=self.config.ready_timeout,
+                                         options={"host_options": self.config.host_options.get(self.domain) or {}})
         [handle] = self.servers.handles
         return handle.base_url, handle.token
 
@@ -213,7 +229,8 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
                 with _EnvServer(domain, config) as (url, token):
                     asyncio.run(run_jobs(url, domain_jobs, make_agent, concurrency=config.concurrency,
                                          run_dir=traj_root, token=token, max_seconds=config.max_seconds,
-                                         max_steps=benchmark.max_steps, on_done=on_done))
+                                         max_steps=benchmark.max_steps, on_done=on_done,
+                                         env_options=config.env_options.get(domain)))
             except MintGymError as err:  # the server did not start or went away: its episodes fail, with why
                 reason = f"env server for {domain!r} failed: {type(err).__name__}: {err}"
                 for job in domain_jobs:

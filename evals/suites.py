@@ -43,6 +43,8 @@ class Benchmark:
     seeds: tuple[int, ...] = (0,)
     #: Tasks of the suite that cannot run here: (task id, reason).
     skipped: tuple[tuple[str, str], ...] = field(default=())
+    #: Seeds of their own for some tasks, (task id, seeds), instead of ``seeds`` (a run's held-out seeds).
+    task_seeds: tuple[tuple[str, tuple[int, ...]], ...] = field(default=())
 
 
 @dataclass(frozen=True)

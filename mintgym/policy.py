@@ -46,6 +46,8 @@ class AgentContext:
     seed: int | None = None
     #: The task oracle's next action (JSON) -- only scripted test agents use it.
     oracle: Callable[[], Awaitable[dict | None]] | None = None
+    #: The line the domain declares about its screenshots for prompts (its env server reports it), or "".
+    screen_hint: str = ""
 
 
 @runtime_checkable

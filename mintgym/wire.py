@@ -45,6 +45,8 @@ class SessionCreated(Strict):
     session_id: str
     screen_size: tuple[int, int]
     action_set: str
+    #: The line agent prompts add about this domain's screenshots (its declaration's ``screen_hint``).
+    screen_hint: str = ""
 
 
 class ResetRequest(Strict):

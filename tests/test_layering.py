@@ -2,6 +2,7 @@
 interface layers import nothing heavy. (import-linter cannot follow setup.py's folder mapping.)"""
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,55 @@ def test_each_core_module_imports_only_its_own_or_lower_layers():
                 upward.append(f"{path.relative_to(REPO)} (layer {layer}) imports {name} (layer {layers[target]})")
     assert upward == []
     assert sum(layer is not None for layer in layers.values()) > 40  # the check reads the docstrings it means to
+
+
+CORE_PACKAGES = ("mintgym/env", "mintgym/server", "mintgym/client", "mintgym/runtime", "mintgym/rollout", "mintgym/cli",
+                 "mintgym/trainer", "mintgym/rl", "mintgym/inference", "mintgym/buffer", "mintgym/weights",
+                 "mintgym/trajectory", "mintgym/policy.py", "agents")
+
+
+def _plugin_names() -> set[str]:
+    """Every registered domain and task pack, read from the entry points (a new one is covered as it registers)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name for group in ("mintgym.environments", "mintgym.tasks") for ep in entry_points(group=group)}
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def plugin_literals(paths: tuple[str, ...], names: set[str]) -> list[str]:
+    """``file:line: 'literal'`` for each string literal (docstrings aside) that is a plug-in's name or a task id
+    under one (``"<name>/..."``)."""
+    bad = []
+    for path in paths:
+        root = REPO / path
+        for file in [root] if root.is_file() else sorted(root.rglob("*.py")):
+            tree = ast.parse(file.read_text(), str(file))
+            docstrings = _docstring_nodes(tree)
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                        and (node.value in names or node.value.split("/")[0] in names and "/" in node.value)):
+                    bad.append(f"{file.relative_to(REPO)}:{node.lineno}: {node.value!r}")
+    return bad
+
+
+def test_core_keeps_no_table_of_plugins():
+    """Domains and packs declare their own options, task-file fields, flags and prompt lines; the core reads
+    them through the registry and never spells a plug-in's name (DESIGN.md: a new domain touches no core file)."""
+    names = _plugin_names()
+    assert {"null", "pytool"} <= names  # the check reads the names it means to
+    assert plugin_literals(CORE_PACKAGES, names) == []
+
+
+def test_the_plugin_name_check_can_fail(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    (tmp_path / "core.py").write_text('"""Names pytool in a docstring only."""\nTABLE = {"pytool": 1, "x": "pytool/a-0"}\n')
+    assert plugin_literals(("core.py",), {"pytool"}) == ["core.py:2: 'pytool'", "core.py:2: 'pytool/a-0'"]

@@ -13,12 +13,14 @@ from typing import Any, ClassVar
 
 from mintgym.environments.android.adb import AdbDevice, AdbServer, NoDeviceError
 from mintgym.environments.android.env import AndroidEnvironment
+from mintgym.environments.android.options import AndroidOptions
 
 from mintgym.env.core import EnvironmentHost
 
 
 class AndroidHost(EnvironmentHost):
     domain: ClassVar[str] = "android"
+    options_model: ClassVar[type[AndroidOptions]] = AndroidOptions
 
     def __init__(self, serial: str | list[str] | None = None, adb_port: int | None = None,
                  adb_path: str | None = None, snapshot: str | None = None, settle: float = 0.5,

@@ -63,6 +63,7 @@ class WebHost(EnvironmentHost):
     """
 
     domain: ClassVar[str] = "web"
+    options_model: ClassVar[type[WebOptions]] = WebOptions
 
     def __init__(self, executable_path: str = CHROMIUM, headless: bool = True,
                  extra_args: tuple[str, ...] = (), **defaults: Any):

@@ -1,193 +1,198 @@
-"""WebJudge: Online-Mind2Web's LLM-as-a-judge, run against any OpenAI-compatible model.
+"""WebJudge: Online-Mind2Web's LLM-as-a-judge, run as the authors run it against any OpenAI-compatible model.
 
-The procedure is the one of the Online-Mind2Web paper (Xue et al., 2025) and its ``WebJudge_Online_Mind2Web``
-evaluator; the prompt wording is MintGym's own:
+The procedure is the authors' ``WebJudge_Online_Mind2Web_eval`` (src/methods/webjudge_online_mind2web.py)
+and ``auto_eval`` (src/run.py) of OSU-NLP-Group/Online-Mind2Web, with the prompts of :class:`JudgePrompts`
+(the authors', read from the user's copy by :func:`~.official.load_official`, or MintGym's labelled fallback):
 
-1. **Key points**: the model lists the requirements stated explicitly in the task (superlatives such as
-   "cheapest" or "newest" become a sort or filter requirement).
-2. **Screenshot relevance**: each trajectory screenshot is rated 1-5 for how much it shows evidence of
-   those key points, with a one-paragraph reasoning. Screenshots rated at least ``score_threshold``
-   (3) are kept, at most ``max_images`` (50) of them; an answer without a readable score counts as 0.
-3. **Verdict**: given the task, key points, the numbered action history and the kept screenshots with
-   their reasoning, the model writes its thoughts and ``Status: success`` or ``Status: failure``; the
-   task succeeded when the text after ``Status:`` contains "success".
+1. **Key points**: one call with the task; :func:`~.rules.key_points_of` cuts the answer.
+2. **Screenshots**: one call per screenshot (all of them, JPEG, ``detail: high``);
+   :func:`~.rules.rate_screenshot` reads each score and thought, :func:`~.rules.select_screenshots` keeps
+   those rated at least ``score_threshold`` (at most ``MAX_IMAGE``).
+3. **Verdict**: the task, key points, numbered action history and kept screenshots with their thoughts;
+   :func:`~.rules.predicted_label` reads the answer.
 
-The engine is any :class:`~mintgym.inference.base.InferenceEngine`; ``OpenAIEngine(base_url, model)``
-talks to OpenAI, vLLM or any compatible server. Sampling is greedy.
+Requests carry the authors' image parts as they build them (JPEG bytes; labelled ``image/jpeg`` for a
+screenshot's rating and ``image/png`` in the verdict, as their code labels them) and their token limits.
 """
 
 from __future__ import annotations
 
+import base64
+import io
 import json
-import re
-from dataclasses import asdict, dataclass, field
+import os
 from pathlib import Path
 from typing import Any
 
+from mintgym.evals.online_mind2web.prompts import JudgePrompts
 from mintgym.evals.online_mind2web.results import read_result
+from mintgym.evals.online_mind2web.rules import (
+    key_points_of,
+    numbered,
+    predicted_label,
+    rate_screenshot,
+    select_screenshots,
+)
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from mintgym.inference.base import InferenceEngine
 from mintgym.inference.types import GenerationRequest, SamplingParams
 
-KEY_POINTS_SYSTEM = """You read a web task and list what it explicitly requires.
 
-List every requirement the task states: the item, its attributes, filters, ranges, dates, quantities and
-the final action (for example a submission). Add nothing the task does not say. A superlative such as
-"cheapest", "best", "highest-rated", "latest" or "closest" is a requirement to sort or filter by it
-(write it as, for example, "Sort by lowest price").
+class ImageJudgement(BaseModel):
+    """One screenshot's rating (the authors' ``image_judge_record`` entry, with the file's name)."""
 
-Answer with a line "Key Points:" followed by a numbered list, one requirement per line, no explanations."""
+    model_config = ConfigDict(extra="forbid")
 
-IMAGE_SYSTEM = """You check one screenshot of a web agent's work against the requirements of its task.
-
-Describe what the screenshot shows (page, visible text, selected filters, results), then decide how much
-it shows progress or evidence for the listed key points: applied filters or sorting, entered values,
-results that meet the requirements, a confirmation.
-
-Answer in this form:
-Reasoning: <what you see and how it relates to the key points>
-Score: <one number from 1 to 5>
-where 1 = nothing relevant, 2 = little and unclear, 3 = some relevant evidence but incomplete,
-4 = important evidence, nearly complete, 5 = clear evidence that is essential to the task."""
-
-VERDICT_SYSTEM = """You decide whether a web agent completed the user's task.
-
-You get the task, its key points, the agent's action history and, when available, the screenshots of
-its trajectory that looked relevant, each with a note. Check every key point against that evidence:
-- Required filters and sorting must actually be applied and visible in the results; typing all the
-  requirements into a search box does not guarantee them.
-- A required range (price, years, counts) must match exactly, neither broader nor narrower.
-- Tasks that ask to submit, book, add or show something need that final action or result.
-- If the site shows no matching result although the agent did the right thing, that is a success.
-- If the page already lists every item, choosing the right one without a filter is a success.
-
-Answer in exactly two lines:
-Thoughts: <your check of each key point>
-Status: success or failure"""
-
-
-@dataclass
-class ImageRating:
     image: str
-    score: int
-    reasoning: str
-    response: str
+    Response: str
+    Score: int
 
 
-@dataclass
-class Verdict:
-    """WebJudge's judgment of one task."""
+class Verdict(BaseModel):
+    """WebJudge's judgment of one task, as written to ``<task_id>/judge.json``."""
+
+    model_config = ConfigDict(extra="forbid")
 
     task_id: str
-    success: bool
+    predicted_label: int
     key_points: str
-    ratings: list[ImageRating] = field(default_factory=list)
-    kept_images: list[str] = field(default_factory=list)
-    response: str = ""
+    image_judge_record: list[ImageJudgement]
+    kept_images: list[str]
+    input_text: str
+    response: str
+    #: The prompts' label (official with commit, or the MintGym fallback).
+    prompts: str
+    #: What made the verdict: prompt source and hash, model, threshold; a re-run must match it.
+    judge: dict[str, Any]
 
     @property
-    def predicted_label(self) -> int:
-        return int(self.success)
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "predicted_label": self.predicted_label}
+    def success(self) -> bool:
+        return self.predicted_label == 1
 
 
-def parse_key_points(text: str) -> str:
-    """The list after the last "Key Points" marker (markdown bold tolerated), lines left-stripped."""
-    parts = re.split(r"\**Key Points\**\s*:\**", text, flags=re.IGNORECASE)
-    body = parts[-1] if len(parts) > 1 else text
-    return "\n".join(line.lstrip() for line in body.replace("\n\n", "\n").strip().splitlines())
+def encode_image(path: Path) -> str:
+    """Base64 JPEG of a screenshot, as the authors' ``encode_image`` makes it (src/utils.py: RGBA made RGB,
+    PIL's default JPEG quality)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        image = Image.open(path)
+        if image.mode == "RGBA":
+            image = image.convert("RGB")
+        buffered = io.BytesIO()
+        image.save(buffered, format="JPEG")
+    except (OSError, UnidentifiedImageError) as err:
+        raise ValueError(f"{path}: the authors' judge cannot send this screenshot as JPEG ({err})") from None
+    return base64.b64encode(buffered.getvalue()).decode("utf-8")
 
 
-def parse_score(text: str) -> int:
-    """The first digit 1-5 after "Score", or 0 when there is none."""
-    parts = re.split(r"score", text, flags=re.IGNORECASE)
-    if len(parts) < 2:
-        return 0
-    found = re.search(r"[1-5]", parts[1])
-    return int(found.group()) if found else 0
-
-
-def parse_reasoning(text: str) -> str:
-    found = re.search(r"reasoning\**\s*:\**\s*(.*?)(?:\n\s*\n|\n\s*[-*\d. ]*\**score|$)", text,
-                      flags=re.IGNORECASE | re.DOTALL)
-    return " ".join((found.group(1) if found else "").split())
-
-
-def parse_status(text: str) -> bool:
-    """True when the text after the last "Status:" says success."""
-    parts = re.split(r"status\s*:", text, flags=re.IGNORECASE)
-    return len(parts) > 1 and "success" in parts[-1].lower()
+def _image_part(path: Path, mime: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{encode_image(path)}", "detail": "high"}}
 
 
 class WebJudge:
-    """Judges Online-Mind2Web results with a multimodal model behind ``engine``."""
+    """Judges Online-Mind2Web results with a multimodal model behind ``engine``.
 
-    def __init__(self, engine: InferenceEngine, *, score_threshold: int = 3, max_images: int = 50,
-                 max_new_tokens: int = 1024):
-        if not 1 <= score_threshold <= 5:
-            raise ValueError(f"score_threshold must be from 1 to 5, got {score_threshold}")
-        if max_images < 0:
-            raise ValueError(f"max_images must be >= 0, got {max_images}")
-        self.engine, self.score_threshold, self.max_images = engine, score_threshold, max_images
-        self.sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0)
+    Args:
+        engine: an OpenAI-compatible engine (the image parts are OpenAI ``image_url`` parts).
+        prompts: the authors' (``load_official``) or the fallback (``mintgym_fallback``).
+        score_threshold: keep screenshots rated at least this (the authors' ``--score_threshold``, 3).
+        max_new_tokens: one token limit for every call instead of the prompts' own.
+    """
 
-    def _ask(self, batch: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    def __init__(self, engine: InferenceEngine, prompts: JudgePrompts, *, score_threshold: int = 3,
+                 max_new_tokens: int | None = None):
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.engine, self.prompts, self.score_threshold = engine, prompts, score_threshold
+        self.max_new_tokens = max_new_tokens
+
+    def key(self) -> dict[str, Any]:
+        """What makes this judge's verdicts comparable: prompts, model, threshold and token limit."""
+        ensure = getattr(self.engine, "ensure_model", None)
+        model = ensure() if callable(ensure) else getattr(self.engine, "model", None)
+        p = self.prompts
+        return {"prompts": p.source, "commit": p.commit, "sha256": p.sha256, "model": model,
+                "score_threshold": self.score_threshold, "max_new_tokens": self.max_new_tokens}
+
+    def _ask(self, batch: list[tuple[str, list[dict[str, Any]], int]]) -> list[str]:
         requests = [GenerationRequest([{"role": "system", "content": system}, {"role": "user", "content": parts}],
-                                      self.sampling) for system, parts in batch]
+                                      SamplingParams(max_new_tokens=self.max_new_tokens or tokens,
+                                                     temperature=self.prompts.temperature))
+                    for system, parts, tokens in batch]
         return [g.text for g in self.engine.generate(requests)]
 
-    def judge(self, task_id: str, task: str, action_history: list[str], images: list[Any],
+    def judge(self, task_id: str, task: Any, action_history: list[Any], screenshots: list[Path],
               names: list[str] | None = None) -> Verdict:
-        """Judge one task from its description, action history and screenshots (PIL images or arrays)."""
-        names = names or [str(i) for i in range(len(images))]
-        [raw_points] = self._ask([(KEY_POINTS_SYSTEM, [{"type": "text", "text": f"Task: {task}"}])])
-        key_points = parse_key_points(raw_points)
-        question = f"Task: {task}\n\nKey points:\n{key_points}\n\nThe screenshot follows."
-        answers = self._ask([(IMAGE_SYSTEM, [{"type": "text", "text": question}, {"type": "image", "image": img}])
-                             for img in images]) if images else []
-        ratings = [ImageRating(name, parse_score(a), parse_reasoning(a), a) for name, a in zip(names, answers)]
-        kept = [(img, r) for img, r in zip(images, ratings) if r.score >= self.score_threshold][: self.max_images]
-        actions = "\n".join(f"{i + 1}. {a}" for i, a in enumerate(action_history)) or "(none)"
-        text = f"User task: {task}\n\nKey points:\n{key_points}\n\nAction history:\n{actions}"
-        notes = [r.reasoning for _, r in kept if r.reasoning]
-        if kept:
-            text += "\n\nRelevant screenshots of the trajectory follow; their notes:\n" + "\n".join(
-                f"{i + 1}. {n}" for i, n in enumerate(notes))
-        parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-        parts += [{"type": "image", "image": img} for img, _ in kept]
-        [response] = self._ask([(VERDICT_SYSTEM, parts)])
-        return Verdict(task_id, parse_status(response), key_points, ratings, [r.image for _, r in kept], response)
+        """Judge one task from its description, the actions it lists and its screenshots in order (``names``:
+        how the verdict names them, by default their file names)."""
+        p = self.prompts
+        names = names or [s.name for s in screenshots]
+        text = p.key_points_user.format(task=task)
+        [raw] = self._ask([(p.key_points_system, [{"type": "text", "text": text}], p.key_points_max_tokens)])
+        key_points = key_points_of(raw)
+        question = p.image_user.format(task=task, key_points=key_points)
+        answers = self._ask([(p.image_system, [{"type": "text", "text": question}, _image_part(s, "image/jpeg")],
+                              p.image_max_tokens) for s in screenshots])
+        ratings = [rate_screenshot(a) for a in answers]
+        chosen = select_screenshots(ratings, self.score_threshold, p.max_images)
+        template = p.verdict_user if chosen.kept else p.verdict_user_no_images
+        text = template.format(task=task, last_actions=numbered(action_history), key_points=key_points,
+                               thoughts=numbered(chosen.thoughts))
+        parts = [{"type": "text", "text": text}, *(_image_part(screenshots[i], "image/png") for i in chosen.kept)]
+        [response] = self._ask([(p.verdict_system, parts, p.verdict_max_tokens)])
+        return Verdict(
+            task_id=task_id, predicted_label=predicted_label(response), key_points=key_points,
+            image_judge_record=[ImageJudgement(image=n, Response=a, Score=r.score)
+                                for n, a, r in zip(names, answers, ratings)],
+            kept_images=[names[i] for i in chosen.kept], input_text=text, response=response,
+            prompts=p.label, judge=self.key())
 
     def judge_folder(self, folder: str | Path) -> Verdict:
-        """Judge one ``<task_id>/`` result folder (result.json + trajectory/*.png)."""
-        from PIL import Image
+        """Judge one ``<task_id>/`` result folder (either result format)."""
+        result = read_result(folder)
+        names = [os.path.relpath(s, Path(folder) / "trajectory") for s in result.screenshots]
+        return self.judge(result.task_id, result.task, result.action_history, result.screenshots, names)
 
-        result, paths = read_result(folder)
-        images = [Image.open(p).convert("RGB") for p in paths]
-        return self.judge(str(result["task_id"]), str(result["task"]), list(result["action_history"]), images,
-                          [p.name for p in paths])
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {old.get(k)!r} vs {new.get(k)!r}" for k in sorted(set(old) | set(new))
+                     if old.get(k) != new.get(k))
 
 
 def judge_results(results_root: str | Path, judge: WebJudge, out: str | Path | None = None) -> list[Verdict]:
-    """Judge every ``<task_id>/`` folder under ``results_root``; each verdict goes to ``<task_id>/judge.json``
-    (or under ``out``), and a folder that already has one is not judged again."""
+    """Judge every ``<task_id>/`` folder under ``results_root`` (each must hold result.json, as the authors'
+    run.py requires); each verdict goes to ``<task_id>/judge.json`` (or under ``out``). A folder judged
+    before by the same judge is read back; one judged by another (prompts, model, threshold) is refused."""
     root = Path(results_root)
-    folders = sorted(p for p in root.iterdir() if (p / "result.json").is_file())
+    if not root.is_dir():
+        raise FileNotFoundError(f"no results folder at {root}")
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
     if not folders:
         raise FileNotFoundError(f"{root} has no <task_id>/result.json folders")
+    lacking = next((f for f in folders if not (f / "result.json").is_file()), None)
+    if lacking is not None:
+        raise ValueError(f"{lacking} has no result.json: the results folder must hold task folders only")
+    key = judge.key()
     verdicts = []
     for folder in folders:
         target = (Path(out) / folder.name if out else folder) / "judge.json"
         if target.is_file():
-            data = json.loads(target.read_text())
-            data["ratings"] = [ImageRating(**r) for r in data.get("ratings", [])]
-            data.pop("predicted_label", None)
-            verdicts.append(Verdict(**data))
+            try:
+                verdict = Verdict.model_validate_json(target.read_text())
+            except ValidationError:
+                raise ValueError(f"{target} is not a verdict of this judge's format: remove it to judge again") from None
+            if verdict.judge != key:
+                raise ValueError(f"{target} was judged by another judge ({_differences(verdict.judge, key)}): "
+                                 f"remove it or judge into another --out")
+            verdicts.append(verdict)
             continue
-        verdict = judge.judge_folder(folder)
+        try:
+            verdict = judge.judge_folder(folder)
+        except ValueError as err:
+            raise ValueError(f"{folder.name}: {err}") from None
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(verdict.to_json(), indent=1))
+        target.write_text(json.dumps(verdict.model_dump(), indent=1))
         verdicts.append(verdict)
     return verdicts

@@ -188,4 +188,5 @@ def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], o
     (Path(out) / "report.html").write_text(page("Online-Mind2Web run (to be judged)", [("Tasks", table)]))
     errors = sum(r["error"] is not None for r in rows)
     return (f"{len(rows)} tasks played ({errors} with errors); results in {Path(out) / 'results'}. Judge them: "
-            f"mintgym report webjudge --results {Path(out) / 'results'} --base-url URL --model MODEL")
+            f"mintgym report webjudge --results {Path(out) / 'results'} --webjudge-root COPY_OF_ONLINE_MIND2WEB "
+            f"--base-url URL --model MODEL")

@@ -18,7 +18,7 @@ from mintgym.evals.online_mind2web.results import LEVELS, OnlineTask, load_tasks
 from mintgym.evals.screenspot.data import read_json
 from mintgym.evals.screenspot.report import rows_to_text
 
-__all__ = ["load_human_labels", "load_tasks", "load_verdicts", "render_text", "success_rates"]
+__all__ = ["load_human_labels", "load_tasks", "load_verdicts", "render_text", "success_rates", "verdict_sources"]
 
 _SUFFIX = "_human_label"
 
@@ -77,6 +77,20 @@ def load_verdicts(path: str | Path) -> dict[str, int]:
             raise ValueError(f"{src}: every verdict needs 'task_id' and 'predicted_label'")
         out[str(row["task_id"])] = _label(row["predicted_label"], f"{src}: task {row['task_id']}")
     return out
+
+
+#: How verdicts without a prompts label are reported.
+UNLABELLED = "unlabelled verdicts (judged before MintGym recorded its prompts)"
+AUTHORS_JSONL = "a JSONL of verdicts (the authors' run.py output or similar; prompts not recorded)"
+
+
+def verdict_sources(path: str | Path) -> list[str]:
+    """The prompts labels of the verdicts at ``path``: one per source found, so a report can name them."""
+    src = Path(path)
+    if not src.is_dir():
+        return [AUTHORS_JSONL]
+    labels = {read_json(f, "verdict").get("prompts") or UNLABELLED for f in sorted(src.glob("*/judge.json"))}
+    return sorted(labels)
 
 
 def success_rates(outcomes: dict[str, dict[str, int]], tasks: dict[str, OnlineTask]) -> dict[str, dict[str, Any]]:

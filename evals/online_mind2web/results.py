@@ -1,15 +1,22 @@
-"""Online-Mind2Web's task lists and its per-task result format.
+"""Online-Mind2Web's task lists and its per-task result formats.
 
 The task list (``Online_Mind2Web.json`` of ``osunlp/Online-Mind2Web``; the original April 2025 list and
 the revised one, whose changed tasks carry date suffixes on their ids) is a JSON list of ``task_id``,
 ``confirmed_task``, ``website``, ``reference_length`` and ``level`` (easy, medium, hard).
 
-A finished task is written the way the authors' judge scripts read it::
+A finished task is a folder ``<task_id>/`` with ``result.json`` and ``trajectory/``, in one of the two
+formats the authors' ``src/run.py`` reads (OSU-NLP-Group/Online-Mind2Web@ccdeb0d6, ``auto_eval``):
 
-    <task_id>/result.json        task_id, task, final_result_response, action_history, thoughts
-    <task_id>/trajectory/0.png   one screenshot per step, numbered in order (1.png, 2.png, ...)
+- v1: ``task``, ``action_history`` (a list of action strings), optional ``thoughts`` and
+  ``final_result_response``; the screenshots are every file of ``trajectory/``, ordered by the first number
+  in its name (``0.png``, ``1.png``, ``10.png``).
+- v2 (``"schema_version": "online-mind2web-v2"``): ``action_history`` is a list of steps ``{step,
+  screenshot, url, action, action_status, thought}`` and ``agent_final_answer`` the answer; the judged
+  actions are every step's ``action`` but the last one's (the agent's answer, not a factual action), the
+  screenshots each step's ``screenshot`` under ``trajectory/``.
 
-:func:`write_result` writes that folder from a MintGym trajectory.
+:func:`write_result` writes v1 from a MintGym trajectory; :func:`read_result` reads either as the judge
+sees it.
 """
 
 from __future__ import annotations
@@ -19,9 +26,10 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mintgym.evals.screenspot.data import read_json
+from pydantic import BaseModel, ConfigDict
 
 LEVELS = ("easy", "medium", "hard")
 
@@ -71,12 +79,11 @@ def write_result(out: str | Path, task: OnlineTask, trajectory_dir: str | Path) 
     for i, rel in enumerate(frames):
         shutil.copyfile(src / rel, shots / f"{i}.png")
     for step in traj.steps:
-        if step.action is None:
-            history.append(f"(unusable answer: {step.error})")
-        else:
+        # Only factual actions: the authors' README asks that the agent's answer stay out of the history.
+        if step.action is not None and step.action.get("type") == "done":
+            answer = str(step.action.get("answer") or "")
+        elif step.action is not None:
             history.append(render_action(step.action))
-            if step.action.get("type") == "done" and step.action.get("answer"):
-                answer = str(step.action["answer"])
         thoughts.append(str(step.extra.get("thought") or step.text))
     result = {"task_id": task.task_id, "task": task.task, "final_result_response": answer,
               "action_history": history, "thoughts": thoughts}
@@ -84,18 +91,58 @@ def write_result(out: str | Path, task: OnlineTask, trajectory_dir: str | Path) 
     return folder
 
 
-def read_result(folder: str | Path) -> tuple[dict[str, Any], list[Path]]:
-    """A task's result.json and its screenshots in step order (numbers in the file names, as the judge sorts)."""
+V2 = "online-mind2web-v2"
+
+
+class ResultFolder(BaseModel):
+    """One task's result as the authors' judge reads it; ``task_id`` is the folder's name, as in run.py."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str
+    task: Any
+    schema_version: Literal["v1", "v2"]
+    #: The actions the judge lists (v2: all but the last step's).
+    action_history: list[Any]
+    screenshots: list[Path]
+
+
+def _first_number(name: str, where: Path) -> int:
+    found = re.findall(r"\d+", name)
+    if not found:
+        raise ValueError(f"{where / name}: the authors' judge orders trajectory files by the first number in "
+                         f"their names, and this one has none")
+    return int(found[0])
+
+
+def read_result(folder: str | Path) -> ResultFolder:
+    """A task folder in either format (src/run.py ``auto_eval``, lines 42-80); a one-line ``ValueError``
+    where the authors' code would fail. Files with the same number are ordered by name (the authors' order
+    is the file system's)."""
     folder = Path(folder)
-    result = read_json(folder / "result.json", "result.json")
-    for key in ("task_id", "task", "action_history"):
-        if key not in result:
-            raise ValueError(f"{folder / 'result.json'} lacks {key!r}")
-
-    def number(p: Path) -> int:
-        found = re.findall(r"\d+", p.name)
-        return int(found[0]) if found else -1
-
-    images = sorted((p for p in (folder / "trajectory").glob("*") if p.suffix.lower() in (".png", ".jpg", ".jpeg")),
-                    key=number)
-    return result, images
+    file = folder / "result.json"
+    result = read_json(file, "result.json")
+    if not isinstance(result, dict) or "task" not in result:
+        raise ValueError(f"{file} lacks 'task'")
+    trajectory = folder / "trajectory"
+    if result.get("schema_version") == V2:
+        steps = result.get("action_history")
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            raise ValueError(f"{file}: a v2 action_history must be a list of step objects")
+        missing = next((i for i, s in enumerate(steps) if "screenshot" not in s or
+                        (i < len(steps) - 1 and "action" not in s)), None)
+        if missing is not None:
+            raise ValueError(f"{file}: step {missing} lacks 'screenshot' or 'action'")
+        if not all(isinstance(s["screenshot"], str) for s in steps):
+            raise ValueError(f"{file}: every v2 step's screenshot must be a file name")
+        return ResultFolder(task_id=folder.name, task=result["task"], schema_version="v2",
+                            action_history=[s["action"] for s in steps[:-1]],
+                            screenshots=[trajectory / s["screenshot"] for s in steps])
+    actions = result.get("action_history")
+    if actions is None or isinstance(actions, (int, float, bool)):
+        raise ValueError(f"{file} lacks a list 'action_history'")
+    if not trajectory.is_dir():
+        raise ValueError(f"{folder} has no trajectory/ folder of screenshots")
+    names = sorted((p.name for p in trajectory.iterdir()), key=lambda n: (_first_number(n, trajectory), n))
+    return ResultFolder(task_id=folder.name, task=result["task"], schema_version="v1",
+                        action_history=list(actions), screenshots=[trajectory / n for n in names])

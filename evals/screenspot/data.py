@@ -19,8 +19,10 @@ Every loader returns :class:`GroundingSample` records with the box as pixel [x1,
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +42,8 @@ class GroundingSample:
     id: str
     benchmark: str
     instruction: str
-    #: Target box (x1, y1, x2, y2) in pixels of the image at its native size.
-    bbox: tuple[float, float, float, float]
+    #: Target box (x1, y1, x2, y2) in pixels of the image at its native size (None: a Pro negative sample may lack it).
+    bbox: tuple[float, float, float, float] | None
     #: ``text`` or ``icon``.
     ui_type: str
     #: Pro: windows/macos/linux; v1/v2: the split (mobile, desktop, web).
@@ -56,6 +58,10 @@ class GroundingSample:
     lang: str = "en"
     instruction_style: str = "instruction"
     gt_type: str = "positive"
+    #: Pro: the Chinese instruction (``instruction_cn``), used when ``lang`` is ``cn``.
+    instruction_cn: str | None = None
+    #: Pro: the annotation file's stem (the official ``task_filename``).
+    task: str | None = None
     #: Opens the image (PIL) when no path is given (rows of a parquet/arrow dataset).
     open_image: Callable[[], Any] | None = field(default=None, repr=False)
 
@@ -71,32 +77,54 @@ class GroundingSample:
             raise ValueError(f"sample {self.id!r} has neither an image path nor an image")
         return img.convert("RGB")
 
+    @property
+    def key(self) -> str:
+        """The sample's identity in a run: its id, with its style, ground truth and language when not the default."""
+        if (self.instruction_style, self.gt_type, self.lang) == ("instruction", "positive", "en"):
+            return self.id
+        return f"{self.id}|{self.instruction_style}|{self.gt_type}|{self.lang}"
+
     def record(self) -> dict[str, Any]:
         """The sample's fields in the Pro results layout (what the breakdowns group by)."""
         return {"img_path": self.image_path or "", "group": self.group, "platform": self.platform,
                 "application": self.application, "lang": self.lang, "instruction_style": self.instruction_style,
                 "prompt_to_evaluate": self.instruction, "gt_type": self.gt_type, "ui_type": self.ui_type,
-                "task_filename": self.benchmark, "bbox": list(self.bbox), "id": self.id, "source": self.source}
+                "task_filename": self.task or self.benchmark, "bbox": None if self.bbox is None else list(self.bbox),
+                "id": self.id, "key": self.key, "source": self.source}
 
 
 def load_screenspot(path: str | Path, version: str | None = None, *, lang: str = "en") -> list[GroundingSample]:
-    """Samples of a local ScreenSpot v1, v2 or Pro copy; ``version`` is guessed from the layout when None."""
+    """Samples of a local ScreenSpot v1, v2 or Pro copy; ``version`` is guessed from the layout when None.
+
+    ``lang="cn"`` gives Pro's Chinese instructions (the official ``--language cn``).
+    """
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no ScreenSpot data at {root}")
     if version is not None and version not in VERSIONS:
         raise ValueError(f"unknown ScreenSpot version {version!r}; known: {', '.join(VERSIONS)}")
+    if lang not in ("en", "cn"):
+        raise ValueError(f"lang must be 'en' or 'cn', got {lang!r}")
     if _is_hf_dataset(root):
-        return load_hf(root, version or "v1")
-    if version == "pro" or (version is None and (root / "annotations").is_dir()):
-        return load_pro(root, lang=lang)
-    if version is None:
-        version = "v2" if list(root.glob("screenspot_*_v2.json")) else "v1"
-    return load_v1_json(root, version)
+        samples = load_hf(root, version or "v1")
+    elif version == "pro" or (version is None and (root / "annotations").is_dir()):
+        samples = load_pro(root)
+    else:
+        samples = load_v1_json(root, version or ("v2" if list(root.glob("screenspot_*_v2.json")) else "v1"))
+    if samples[0].benchmark == "screenspot-pro":
+        return expand_pro(samples, ("instruction",), ("positive",), (lang,))
+    if lang != "en":
+        raise ValueError("Chinese instructions (lang 'cn') exist only in ScreenSpot-Pro")
+    return samples
 
 
 def load_v1_json(root: Path, version: str = "v1") -> list[GroundingSample]:
-    """ScreenSpot v1 or v2 in SeeClick's JSON layout (bbox [x, y, w, h] in pixels)."""
+    """ScreenSpot v1 or v2 in SeeClick's JSON layout (bbox [x, y, w, h] in pixels).
+
+    Every field SeeClick's screenspot_test.py reads is required, ``data_source`` included: there a missing
+    one is caught by its bare ``except`` after the sample was counted (screenspot_test.py:100-108), which
+    counts it twice; here it is refused.
+    """
     suffix = "_v2" if version == "v2" else ""
     image_dir = _first_dir(root, _V2_IMAGE_DIRS if version == "v2" else _V1_IMAGE_DIRS)
     samples = []
@@ -112,34 +140,81 @@ def load_v1_json(root: Path, version: str = "v1") -> list[GroundingSample]:
             samples.append(GroundingSample(
                 id=f"{split}-{i}", benchmark=f"screenspot{'-v2' if version == 'v2' else ''}",
                 instruction=_text(item, "instruction", where), bbox=(x, y, x + w, y + h),
-                ui_type=_text(item, "data_type", where), platform=split, source=item.get("data_source"),
+                ui_type=_text(item, "data_type", where), platform=split, source=_text(item, "data_source", where),
                 image_path=str(image_dir / _text(item, "img_filename", where))))
     if not found:
         raise FileNotFoundError(f"{root} holds no screenspot_{{mobile,desktop,web}}{suffix}.json")
     return samples
 
 
-def load_pro(root: Path, lang: str = "en") -> list[GroundingSample]:
-    """ScreenSpot-Pro: ``annotations/*.json`` (bbox [x1, y1, x2, y2], img_size) and ``images/``."""
-    if lang not in ("en", "cn"):
-        raise ValueError(f"lang must be 'en' or 'cn', got {lang!r}")
+def load_pro(root: Path) -> list[GroundingSample]:
+    """ScreenSpot-Pro: ``annotations/*.json`` (bbox [x1, y1, x2, y2], img_size) and ``images/``.
+
+    The fields eval_screenspot_pro.py reads are required as there (``id``, ``img_filename``, ``img_size``,
+    ``platform``, ``application``, ``ui_type``, ``instruction``: lines 383-413); ``group`` may be missing
+    (None, line 406); ``bbox`` may be missing only for negative ground truth (it is read for positive, line
+    138). Two samples with one ``id`` are refused.
+    """
     files = sorted((root / "annotations").glob("*.json"))
     if not files:
         raise FileNotFoundError(f"{root / 'annotations'} holds no .json annotation files")
-    samples = []
+    samples: list[GroundingSample] = []
+    seen: dict[str, str] = {}
     for file in files:
         for i, item in enumerate(_read_json_list(file)):
             where = f"{file.name}[{i}]"
-            size = item.get("img_size")
+            if item.get("id") is None:
+                raise ValueError(f"{where}: field 'id' is missing")
+            ident = str(item["id"])
+            if ident in seen:
+                raise ValueError(f"{where}: sample id {ident!r} is also {seen[ident]}; ids must be unique")
+            seen[ident] = where
+            cn = item.get("instruction_cn")
             samples.append(GroundingSample(
-                id=str(item.get("id", f"{file.stem}-{i}")), benchmark="screenspot-pro",
-                instruction=_text(item, "instruction_cn" if lang == "cn" else "instruction", where),
-                bbox=_four_numbers(item.get("bbox"), where), ui_type=_text(item, "ui_type", where),
-                platform=_text(item, "platform", where), group=item.get("group"),
-                application=item.get("application"), lang=lang,
-                img_size=(int(size[0]), int(size[1])) if size else None,
+                id=ident, benchmark="screenspot-pro", instruction=_text(item, "instruction", where),
+                instruction_cn=cn if isinstance(cn, str) else None,
+                bbox=_four_numbers(item["bbox"], where) if "bbox" in item else None,
+                ui_type=_text(item, "ui_type", where), platform=_text(item, "platform", where),
+                group=item.get("group"), application=_text(item, "application", where), task=file.stem,
+                img_size=_size(item.get("img_size"), where),
                 image_path=str(root / "images" / _text(item, "img_filename", where))))
     return samples
+
+
+def pro_image_sizes(root: Path) -> dict[str, tuple[int, int]]:
+    """Each Pro sample's image size, by its id and by its ``img_filename`` (to rescore a results file exactly)."""
+    sizes: dict[str, tuple[int, int]] = {}
+    for s in load_pro(Path(root)):
+        sizes[s.id] = sizes[Path(str(s.image_path)).relative_to(Path(root) / "images").as_posix()] = s.img_size  # type: ignore[assignment]
+    return sizes
+
+
+def expand_pro(samples: Sequence[GroundingSample], styles: Sequence[str], gt_types: Sequence[str],
+               languages: Sequence[str]) -> list[GroundingSample]:
+    """Each Pro sample once per instruction style, ground-truth type and language, in the official order.
+
+    As eval_screenspot_pro.py:361-386: per annotation file, per style, per ground truth, per language, every
+    item. The instruction text is the same for every style (the script only labels it); ``cn`` takes
+    ``instruction_cn`` and, as there, only with the ``instruction`` style and positive ground truth.
+    """
+    for lang in languages:
+        if lang == "cn" and (set(styles) != {"instruction"} or set(gt_types) != {"positive"}):
+            raise ValueError("Chinese instructions (language cn) exist only for the 'instruction' style and "
+                             "positive ground truth, as in eval_screenspot_pro.py")
+    by_task: dict[str | None, list[GroundingSample]] = {}
+    for s in samples:
+        by_task.setdefault(s.task, []).append(s)
+    out = []
+    for task_samples in by_task.values():
+        for style, gt, lang in itertools.product(styles, gt_types, languages):
+            for s in task_samples:
+                if lang == "cn" and s.instruction_cn is None:
+                    raise ValueError(f"sample {s.id}: no instruction_cn for language cn")
+                if gt == "positive" and s.bbox is None:
+                    raise ValueError(f"sample {s.id}: field 'bbox' is missing (positive ground truth needs it)")
+                out.append(dataclasses.replace(s, instruction_style=style, gt_type=gt, lang=lang,
+                                               instruction=s.instruction_cn if lang == "cn" else s.instruction))
+    return out
 
 
 def load_hf(root: Path, version: str = "v1") -> list[GroundingSample]:
@@ -215,8 +290,15 @@ def _four_numbers(value: Any, where: str) -> tuple[float, float, float, float]:
     return float(value[0]), float(value[1]), float(value[2]), float(value[3])
 
 
+def _size(value: Any, where: str) -> tuple[int, int]:
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        raise ValueError(f"{where}: img_size must be [width, height] in positive integers, got {value!r}")
+    return int(value[0]), int(value[1])
+
+
 def _text(item: dict[str, Any], key: str, where: str) -> str:
     value = item.get(key)
     if not isinstance(value, str):
-        raise ValueError(f"{where}: field {key!r} must be a string, got {value!r}")
+        raise ValueError(f"{where}: field {key!r} must be a string, got {value!r}")  # noqa: TRY004 - bad data, not a bad call
     return value

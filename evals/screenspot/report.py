@@ -60,9 +60,11 @@ def tables(results: dict[str, Any]) -> list[tuple[str, Sequence[str], list[list[
         out.append(("Per platform, instruction style and ground truth", METRIC_HEADER, metric_rows(m["seeclick_style"])))
     if "split_table" in m:
         t = m["split_table"]
-        cols = [k for k in t if k not in ("average", "wrong_format_num")]
-        out.append(("Accuracy per platform (ScreenSpot table)", [*cols, "average", "wrong_format"],
-                    [[*(t[c] for c in cols), t["average"], t["wrong_format_num"]]]))
+        cols = [k for k in t if k not in ("seeclick_average", "average", "wrong_format_num")]
+        title = ("Accuracy per platform (ScreenSpot table; SeeClick's Average is the mean of the cells, "
+                 "MintGym's the mean over all samples)")
+        out.append((title, [*cols, "average (SeeClick)", "average (all samples)", "wrong_format"],
+                    [[*(t[c] for c in cols), t["seeclick_average"], t["average"], t["wrong_format_num"]]]))
     out.append(("Overall", METRIC_HEADER, metric_rows({"overall": m["overall"]})))
     return out
 
@@ -74,6 +76,6 @@ def render_text(results: dict[str, Any]) -> str:
 def write_report(path: Path, results: dict[str, Any]) -> None:
     sections = [(title, rows_to_html(header, rows)) for title, header, rows in tables(results)]
     frames = ", ".join(results.get("frames") or []) or "not recorded"
-    sections.insert(0, ("Run", f"<p>benchmark {html.escape(str(results.get('benchmark')))}; coordinate frame(s): "
-                               f"{html.escape(frames)}</p>"))
+    sections.insert(0, ("Run", (f"<p>benchmark {html.escape(str(results.get('benchmark')))}; coordinate frame(s): "
+                                f"{html.escape(frames)}</p>")))
     Path(path).write_text(page(f"{results.get('benchmark', 'ScreenSpot')} results", sections))

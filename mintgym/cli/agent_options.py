@@ -7,9 +7,12 @@ A command takes them by declaring an ``agent_choice: AgentChoice`` parameter and
     def rollout(task: str = typer.Option(...), agent_choice: AgentChoice = None) -> None:
         built = build_agent(agent_choice, concurrency=1, seed=0)
 
-``--agent`` is a built-in name (scripted, random, vlm) or your own ``module:Class`` / ``module:factory``
-(see :mod:`mintgym.agents` for the Agent protocol); ``--agent-option KEY=VALUE`` passes keyword arguments
-to it, and a custom agent also gets ``engine=`` when an engine option is given. ``--packs module:function``
+``--agent`` is a registered agent's name (the ``mintgym.agents`` entry points: scripted, random, vlm, answer,
+an installed package's) or your own ``module:Class`` / ``module:factory`` (see :mod:`mintgym.agents` for the
+Agent protocol); ``--agent-option KEY=VALUE`` passes keyword arguments to it. An agent class that says
+``needs_engine`` always gets ``engine=`` (built from ``--engine``/``--model``/``--model-url``), any other that
+takes an ``engine`` gets one when an engine option is given, and the shared flags it lists in ``cli_flags``
+(``--temperature`` ...) are passed to it; nothing here names an agent. ``--packs module:function``
 adds task packs (see :func:`use_packs`).
 """
 
@@ -22,9 +25,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import typer
-
-BUILTIN_AGENTS = ("scripted", "random", "vlm")
-
 
 @dataclass
 class AgentChoice:
@@ -52,8 +52,9 @@ def _options(default_agent: str, model_url_aliases: tuple[str, ...]) -> dict[str
     """name -> (annotation, typer.Option) of every shared option (fresh objects for each command)."""
     o = typer.Option
     return {
-        "agent": (str, o(default_agent, help="scripted | random | vlm, or your own agent as module:Class or "
-                                             "module:factory (see `Bring your own agent` in the README)")),
+        "agent": (str, o(default_agent, help="a registered agent (scripted, random, vlm, answer, or an installed "
+                                             "package's) or your own as module:Class or module:factory (see "
+                                             "`Bring your own agent` in the README)")),
         "agent_option": (list[str], o([], "--agent-option", help="KEY=VALUE keyword for the agent (JSON value; "
                                                                  "repeatable)")),
         "engine": (Optional[str], o(None, help="hf | openai | vllm (default: openai with --model-url, else hf)")),
@@ -151,7 +152,7 @@ def build_agent(choice: AgentChoice, *, concurrency: int = 1, seed: int = 0) -> 
     options = _agent_kwargs(choice, seed)
     describe = agent_description(choice, seed)
     engine = None
-    if "engine" in describe:
+    if _wants_engine(choice, _factory(choice)):
         engine, _ = _build_engine(choice, concurrency)
         options["engine"] = engine
     try:
@@ -164,32 +165,57 @@ def build_agent(choice: AgentChoice, *, concurrency: int = 1, seed: int = 0) -> 
                       needs_oracle=bool(getattr(first, "needs_oracle", False)))
 
 
+#: The shared flags an agent may list in ``cli_flags``, and the AgentChoice field each one comes from.
+CLI_FLAGS = ("frame", "history", "max_pixels", "max_new_tokens", "temperature", "retries", "seed")
+
+
+def _factory(choice: AgentChoice) -> Any:
+    from mintgym.agents import agent_factory
+
+    try:
+        return agent_factory(choice.agent)
+    except ValueError as err:
+        raise fail(str(err)) from None
+
+
+def _takes_engine(factory: Any) -> bool:
+    """Whether the agent is given an engine: it says it needs one, or takes an ``engine`` (or ``**kwargs``)."""
+    if getattr(factory, "needs_engine", False):
+        return True
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "engine" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _wants_engine(choice: AgentChoice, factory: Any) -> bool:
+    """Whether an engine is built for the agent; one ``error:`` line for engine options it cannot take."""
+    given = any(v is not None for v in (choice.engine, choice.model, choice.model_url))
+    if given and not _takes_engine(factory):
+        raise fail(f"--engine/--model/--model-url are options of agents that take an engine, not {choice.agent!r}")
+    return getattr(factory, "needs_engine", False) or given
+
+
 def _agent_kwargs(choice: AgentChoice, seed: int) -> dict[str, Any]:
-    """The keyword arguments the agent is made with, but its engine; one ``error:`` line for a wrong mix."""
+    """The keyword arguments the agent is made with, but its engine: its ``--agent-option``s and the shared flags
+    it lists in ``cli_flags`` (the flags win)."""
     options = parse_agent_options(choice.agent_option)
-    wants_engine = any(v is not None for v in (choice.engine, choice.model, choice.model_url))
-    if choice.agent == "vlm":
-        options.update(frame=choice.frame, history=choice.history, max_pixels=choice.max_pixels,
-                       max_new_tokens=choice.max_new_tokens, temperature=choice.temperature,
-                       retries=choice.retries, seed=seed)
-    elif wants_engine and choice.agent in BUILTIN_AGENTS:
-        raise fail(f"--engine/--model/--model-url are options of the vlm agent or your own, not {choice.agent!r}")
+    values = {**{name: getattr(choice, name) for name in CLI_FLAGS if name != "seed"}, "seed": seed}
+    options.update({name: values[name] for name in getattr(_factory(choice), "cli_flags", ()) if name in values})
     return options
 
 
 def agent_description(choice: AgentChoice, seed: int = 0) -> dict[str, Any]:
     """What the run records about its agent (results.json ``config``, and the run folder's key): the agent,
-    and where it has one its engine, model and sampling options, and any ``--agent-option``. Builds nothing.
-    """
+    and where it has one its engine, model and the shared flags it takes, and any ``--agent-option``. Builds
+    nothing."""
+    factory = _factory(choice)
     options = _agent_kwargs(choice, seed)
     describe: dict[str, Any] = {"agent": choice.agent}
-    if choice.agent == "vlm" or (choice.agent not in BUILTIN_AGENTS
-                                 and any(v is not None for v in (choice.engine, choice.model, choice.model_url))):
+    if _wants_engine(choice, factory):
         describe.update(engine=_engine_name(choice), model=choice.model, model_url=choice.model_url)
-        if choice.agent == "vlm":
-            describe.update(frame=choice.frame, history=choice.history, max_pixels=choice.max_pixels,
-                            max_new_tokens=choice.max_new_tokens, temperature=choice.temperature,
-                            retries=choice.retries)
+        describe.update({k: v for k, v in options.items() if k in getattr(factory, "cli_flags", ()) and k != "seed"})
     if choice.agent_option:
         describe["agent_options"] = options
     return describe
@@ -201,7 +227,7 @@ def _engine_name(choice: AgentChoice) -> str:
 
 def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
     from mintgym.errors import MintGymError, first_line
-    from mintgym.inference import make_engine
+    from mintgym.rollout.engines import open_engine
 
     name = _engine_name(choice)
     if name == "openai":
@@ -220,7 +246,7 @@ def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
             raise fail(f"--token-ids is an option of the openai engine, not {name!r}")
         config = {"model_path": choice.model}
     try:
-        engine = make_engine(name, **config)
+        _, engine = open_engine(name, batch=min(concurrency, 16), **config)
     except (ValueError, OSError, ImportError, MintGymError) as err:
         raise fail(f"cannot start the {name} engine: {first_line(err, repr(err))}") from None
     if name == "openai" and not choice.model:
@@ -230,10 +256,6 @@ def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
             engine.close()
             raise fail(f"cannot use the model server at {choice.model_url}: {err}; is it running, is the URL "
                        "right (it ends in /v1), or give --model NAME") from None
-    if name == "hf" and concurrency > 1:  # one in-process model: batch the concurrent agents' requests
-        from mintgym.agents.batched import BatchedEngine
-
-        engine = BatchedEngine(engine, max_batch_size=min(concurrency, 16))
     return engine, name
 
 

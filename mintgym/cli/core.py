@@ -12,9 +12,7 @@ from typing import Optional
 import typer
 
 from mintgym.cli.agent_options import AgentChoice, agent_description, build_agent, fail, use_packs, with_agent_options
-
-OSWORLD_ROOT_HELP = ("OSWorld's evaluation_examples folder as OSWorld ships it (examples/<app>/<id>.json, "
-                     "test_*.json); default: $MINTGYM_OSWORLD_ROOT, else the shared data")
+from mintgym.cli.declared_options import Declared, with_declared_options
 
 
 def register(app: typer.Typer) -> None:
@@ -47,48 +45,19 @@ def envs(packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> Non
 
 
 def domain_unavailable(domain: str) -> str | None:
-    """Why no task of ``domain`` can run on this machine (no Android device), else None. Starts nothing."""
-    return _android_unavailable() if domain == "android" else None
+    """Why no task of ``domain`` can run on this machine (as the domain declares it: no device), else None."""
+    from mintgym.env import declarations
+
+    return declarations.unavailable(domain)
 
 
-def _port_open(port: int, host: str = "127.0.0.1") -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex((host, port)) == 0
-
-
-def _android_unavailable() -> str | None:
-    """No device: no adb, or adb's server (port 5037) lists none ready, or no server and no emulator port open."""
-    import shutil
-    import subprocess
-
-    adb = shutil.which(os.environ.get("MINTGYM_ADB") or "adb")
-    if adb is None:
-        return "no `adb` binary (install Android platform-tools, e.g. `apt-get install adb`)"
-    if _port_open(5037):
-        try:
-            listed = subprocess.run([adb, "devices"], capture_output=True, text=True, timeout=5).stdout
-        except subprocess.TimeoutExpired:
-            return "the adb server on port 5037 does not answer `adb devices` (restart it: `adb kill-server`)"
-        if any(line.split()[1:] == ["device"] for line in listed.splitlines()[1:]):
-            return None
-        return "no Android device attached (`adb devices` lists none ready); start an emulator or connect a phone"
-    if any(_port_open(port) for port in range(5555, 5586, 2)):  # an emulator's adb port
-        return None
-    return ("no Android device: no adb server runs and no emulator listens on 127.0.0.1:5555-5585; start an "
-            "emulator, or connect a phone with USB debugging and run `adb start-server`")
-
-
+@with_declared_options("tasks")
 def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, web, ...) or an id prefix (miniwob)"),
           as_json: bool = typer.Option(False, "--json", help="one JSON object per task"),
-          osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP),
           packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> None:
     """List tasks of a domain (or with an id prefix), with their instruction and availability."""
     from mintgym.env import registration
 
-    _use_osworld_root(osworld_root)
     use_packs(packs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -124,8 +93,6 @@ CLIENT_TOKEN_HELP = ("file holding the env server's bearer token; or set MINTGYM
 
 def client_token(token_file: Optional[Path]) -> Optional[str]:
     """The bearer token a client sends: from ``--token-file``, else ``$MINTGYM_TOKEN``; one-line error."""
-    import os
-
     if token_file is None:
         return os.environ.get("MINTGYM_TOKEN") or None
     try:
@@ -137,22 +104,6 @@ def client_token(token_file: Optional[Path]) -> Optional[str]:
     return token
 
 
-def _use_osworld_root(path: Optional[Path]) -> None:
-    """Point the osworld pack (here and in the env servers started from here) at ``path``; one-line error."""
-    import os
-
-    from mintgym.environments.desktop.osworld.loader import ROOT_VARIABLE, OSWorldRootError, check_root, use_root
-
-    try:
-        if path is not None:
-            use_root(path)
-        elif os.environ.get(ROOT_VARIABLE):
-            check_root(os.environ[ROOT_VARIABLE])
-    except OSWorldRootError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
-
-
 def _reason_kind(reason: str) -> str:
     """A reason with its particulars (hosts, program names, ids) dropped, to count tasks by it."""
     import re
@@ -162,6 +113,7 @@ def _reason_kind(reason: str) -> str:
     return kind
 
 
+@with_declared_options("serve")
 def serve(domain: str = typer.Argument(..., help="the environment domain to serve"),
           host: str = typer.Option("127.0.0.1", help="bind address (off loopback a token is required)"),
           port: int = typer.Option(8000),
@@ -173,9 +125,10 @@ def serve(domain: str = typer.Argument(..., help="the environment domain to serv
           option: list[str] = typer.Option([], "--option", "-o", help="host option KEY=VALUE (JSON value)"),
           max_option: list[str] = typer.Option([], "--max-option", help="cap a numeric session option: NAME=VALUE "
                                                                         "(no session may ask for more)"),
-          serial: Optional[str] = typer.Option(None, help="android: the device serial"),
-          log_level: str = typer.Option("warning")) -> None:
+          log_level: str = typer.Option("warning"),
+          declared: Declared = None) -> None:
     """Run an env server for DOMAIN."""
+    from mintgym.env import declarations
     from mintgym.errors import MintGymError
     from mintgym.server.serve import serve as run_server
 
@@ -188,10 +141,9 @@ def serve(domain: str = typer.Argument(..., help="the environment domain to serv
             host_options[key] = json.loads(value)
         except json.JSONDecodeError:
             host_options[key] = value
-    if serial:
-        host_options["serial"] = serial
+    host_options.update(declared.host_options)
     try:
-        if domain == "android":  # fail at once, with advice, when no device is attached
+        if declarations.declaration(domain).probe_before_serving:  # e.g. no device: fail at once, with advice
             from mintgym.server.serve import build_host
 
             asyncio.run(_check_host(build_host(domain, host_options)))
@@ -208,6 +160,7 @@ async def _check_host(env_host) -> None:
 
 
 @with_agent_options(default_agent="scripted")
+@with_declared_options("rollout")
 def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/count-shapes-0"),
             episodes: int = typer.Option(1, min=1),
             seed: int = typer.Option(0, help="seed of the first episode; episode i uses seed+i"),
@@ -219,7 +172,6 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
             backend: str = typer.Option("local", help="local | docker | ray"),
             base_url: Optional[str] = typer.Option(None, help="use a running env server instead"),
             token_file: Optional[Path] = typer.Option(None, "--token-file", help=CLIENT_TOKEN_HELP),
-            osworld_root: Optional[Path] = typer.Option(None, "--osworld-root", help=OSWORLD_ROOT_HELP),
             agent_choice: AgentChoice = None) -> None:
     """Run episodes of one task with an agent and record their trajectories.
 
@@ -232,7 +184,6 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
     from mintgym.rollout.runner import EpisodeJob, run_jobs
     from mintgym.run_record import check_folder
 
-    _use_osworld_root(osworld_root)
     use_packs(agent_choice.packs)
     domain, found = registration.resolve(task)
     if found is None:

@@ -7,12 +7,16 @@ folder aside and starts afresh (:mod:`mintgym.run_record`).
 
     mintgym eval --suite pytool-all --agent vlm --model-url http://127.0.0.1:8001/v1 --out runs/v
     mintgym eval --tasks pytool/count-shapes-0,pytool/table-sum-0 --agent scripted --out runs/s
+    mintgym eval --model runs/see --out runs/see-eval          # a trained run's policy, its held-out seeds
+    mintgym eval --config examples/must_see.yaml agent.options.blind=true --out runs/b   # a run's spec
+
+With ``--config RUN.yaml`` (and ``KEY=VALUE`` overrides, as ``mintgym train`` takes them) or ``--model`` naming
+a run folder, the agent, engine and sampling are the run's (:mod:`mintgym.cli.eval_spec`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ import typer
 
 from mintgym.cli.agent_options import AgentChoice, agent_description, build_agent, fail, use_packs, with_agent_options
 from mintgym.cli.core import CLIENT_TOKEN_HELP, client_token
+from mintgym.cli.declared_options import with_declared_options
 
 #: Suites over a local dataset (``--data``), run by their benchmark's own harness instead of env servers.
 DATA_HARNESSES = {
@@ -35,8 +40,18 @@ def register(app: typer.Typer) -> None:
 
 
 @with_agent_options(default_agent="vlm", model_url_aliases=("--base-url",))
+@with_declared_options("eval")
 def evaluate(
-    suite: str | None = typer.Option(None, help="a named suite (see `mintgym suites`), e.g. pytool-all"),
+    overrides: list[str] = typer.Argument(None, metavar="[KEY=VALUE]...",
+                                          help="with --config or a run folder: config overrides, as `mintgym "
+                                               "train` takes them (agent.options.blind=true)"),
+    config: Path | None = typer.Option(None, "--config", help="a run config YAML (as `mintgym train` takes): its "
+                                                              "agent, engine and sampling; by default its tasks "
+                                                              "on their held-out seeds"),
+    step: int | None = typer.Option(None, "--step", min=0, help="with --model RUN_FOLDER: the checkpoint of this "
+                                                                "step (default: the newest)"),
+    suite: str | None = typer.Option(None, help="a named suite (see `mintgym suites`), e.g. pytool-all; with a "
+                                                "run's spec, `held-out` (its default) is the run's held-out seeds"),
     tasks: str | None = typer.Option(None, help="comma-separated task ids, instead of --suite"),
     max_steps: int | None = typer.Option(None, min=1, help="end each episode after this many steps "
                                                                "(default: the suite's limit, else each task's)"),
@@ -56,93 +71,127 @@ def evaluate(
     data: Path | None = typer.Option(None, help="the local dataset of a data suite (screenspot*, mind2web-*, "
                                                 "online-mind2web: its task list)"),
     allow_internet: bool = typer.Option(False, "--allow-internet", help="online-mind2web: let the browser reach "
-                                                                          "each task's live website; osworld: let "
-                                                                          "the server download task files"),
-    osworld_root: Path | None = typer.Option(None, "--osworld-root", help="OSWorld's evaluation_examples folder as "
-                                                                            "OSWorld ships it (its test_*.json lists "
-                                                                            "become suites osworld-test_*)"),
+                                                                          "each task's live website"),
+    suite_option: list[str] = typer.Option([], "--suite-option", help="KEY=VALUE for a data suite's own options "
+                                                                       "(repeatable; each suite lists its keys in "
+                                                                       "docs/evaluate.md), e.g. protocol=seeclick"),
     agent_choice: AgentChoice = None,
 ) -> None:
     """Evaluate an agent on a suite or on given tasks, in parallel and resumably.
 
     Exits 1 when every episode errored; otherwise it says how many did."""
+    from mintgym.cli import eval_spec
+    from mintgym.cli.core import domain_unavailable
     from mintgym.errors import MintGymError, first_line
     from mintgym.evals.harness import EvalConfig, eval_folder, run_eval
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
-    from mintgym.cli.core import _use_osworld_root, domain_unavailable
-    from mintgym.environments.desktop.osworld.files import DOWNLOADS_VARIABLE
-
-    _use_osworld_root(osworld_root)
-    previous_downloads = os.environ.get(DOWNLOADS_VARIABLE)
-    if allow_internet:  # OSWorld's download steps and reference files, for the env servers started below
-        os.environ[DOWNLOADS_VARIABLE] = "1"
+    if eval_spec.wants_spec(config, agent_choice):
+        _evaluate_spec(config, overrides or [], step, suite, tasks, max_steps, agent_choice,
+                       episodes=episodes, seed=seed, concurrency=concurrency, out=out, force=force, backend=backend,
+                       env_url=env_url, token_file=token_file, max_seconds=max_seconds, retry_errors=retry_errors,
+                       progress=progress)
+        return
+    if overrides:
+        raise fail(f"{overrides[0]!r}: KEY=VALUE overrides are for a run's spec (--config RUN.yaml, or --model "
+                   "RUN_FOLDER)")
+    if step is not None:
+        raise fail("--step picks a checkpoint of a run folder given as --model")
+    if (suite is None) == (tasks is None):
+        raise fail("give exactly one of --suite and --tasks")
+    data_harness = DATA_HARNESSES.get(suite or "")
+    if (data is None) != (data_harness is None):
+        raise fail(f"--data is for the data suites ({', '.join(DATA_HARNESSES)}), and they need it")
+    suite_options = _suite_options(suite_option)
+    if suite_options and data_harness is None:
+        raise fail(f"--suite-option is for the data suites ({', '.join(DATA_HARNESSES)})")
+    use_packs(agent_choice.packs)
     try:
-        if (suite is None) == (tasks is None):
-            raise fail("give exactly one of --suite and --tasks")
-        data_harness = DATA_HARNESSES.get(suite or "")
-        if (data is None) != (data_harness is None):
-            raise fail(f"--data is for the data suites ({', '.join(DATA_HARNESSES)}), and they need it")
-        use_packs(agent_choice.packs)
+        benchmark = None if data_harness else resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
+    except (ValueError, MintGymError) as err:
+        raise fail(str(err)) from None
+    if benchmark is not None and max_steps is not None:
+        benchmark = dataclasses.replace(benchmark, max_steps=max_steps)
+    urls = _env_urls(env_url)
+    if benchmark is not None:
+        benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
+    config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
+                        env_url=urls, token=client_token(token_file), max_seconds=max_seconds, retry_errors=retry_errors,
+                        progress=progress, describe=agent_description(agent_choice, seed), force=force)
+    if benchmark is not None:  # the folder is checked before an engine or a server starts
         try:
-            benchmark = None if data_harness else resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
+            folder = eval_folder(benchmark, config)
         except (ValueError, MintGymError) as err:
-            raise fail(str(err)) from None
-        if benchmark is not None and max_steps is not None:
-            benchmark = dataclasses.replace(benchmark, max_steps=max_steps)
-        urls = _env_urls(env_url)
-        if benchmark is not None:
-            benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
-        config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
-                            env_url=urls, token=client_token(token_file), max_seconds=max_seconds, retry_errors=retry_errors,
-                            progress=progress, describe=agent_description(agent_choice, seed), force=force)
-        if benchmark is not None:  # the folder is checked before an engine or a server starts
-            try:
-                folder = eval_folder(benchmark, config)
-            except (ValueError, MintGymError) as err:
-                raise fail(first_line(err)) from None
-        built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before any server starts
-        if data_harness is not None:
-            _run_data_suite(data_harness, suite, data=data, make_agent=built.make, out=out,
-                            describe=built.describe, concurrency=concurrency, allow_internet=allow_internet,
-                            max_steps=max_steps, max_seconds=max_seconds, force=force, engine=built.engine)
-            return
-        try:
-            _say_folder(folder, folder.apply(), out)
-            results = run_eval(benchmark, built.make, config)
-        except (ValueError, OSError, MintGymError) as err:
             raise fail(first_line(err)) from None
-        finally:
-            built.close()
-        overall = results["overall"]
-        if results["skipped"]:
-            typer.echo(f"skipped {len(results['skipped'])} tasks that cannot run here (see results.json)", err=True)
-        if results.get("no_oracle"):
-            typer.echo(f"skipped {len(results['no_oracle'])} tasks with no oracle (the {agent_choice.agent} agent plays "
-                       "task oracles; listed as no_oracle in results.json, not as errors)", err=True)
-        if results.get("not_counted"):
-            typer.echo(f"{len(results['not_counted'])} episodes recorded in {out} are not counted (their tasks are "
-                       "skipped now; listed as not_counted in results.json)", err=True)
-        errored = overall["errors"]["count"]
-        if overall["episodes"]:
-            lo, hi = overall["success_ci95"]
-            typer.echo(f"{overall['successes']}/{overall['episodes']} succeeded ({100 * overall['success_rate']:.1f}%, "
-                       f"95% CI {100 * lo:.1f}-{100 * hi:.1f}%), mean reward {overall['mean_reward']:.3f}, "
-                       f"{errored} of {overall['episodes']} episodes errored")
-        if results.get("resumed_episodes"):
-            kept = results["resumed_episodes"]
-            typer.echo(f"{kept} of {len(results['episodes'])} episodes were already recorded in {out} and kept; "
-                       f"{len(results['episodes']) - kept} ran now")
-        typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
-        if overall["episodes"] and errored == overall["episodes"]:
-            reasons = overall["errors"].get("reasons") or {}
-            top = max(reasons, key=reasons.get) if reasons else "see results.json"
-            raise fail(f"every episode errored ({errored}); the most common reason: {top}", code=1)
-    finally:  # the permission lasts as long as this command (it may run in a longer-lived process)
-        if previous_downloads is None:
-            os.environ.pop(DOWNLOADS_VARIABLE, None)
-        else:
-            os.environ[DOWNLOADS_VARIABLE] = previous_downloads
+    built = build_agent(agent_choice, concurrency=concurrency, seed=seed)  # fails before any server starts
+    if data_harness is not None:
+        _run_data_suite(data_harness, suite, data=data, make_agent=built.make, out=out,
+                        describe=built.describe, concurrency=concurrency, allow_internet=allow_internet,
+                        max_steps=max_steps, max_seconds=max_seconds, force=force, engine=built.engine,
+                        suite_options=suite_options)
+        return
+    try:
+        _say_folder(folder, folder.apply(), out)
+        results = run_eval(benchmark, built.make, config)
+    except (ValueError, OSError, MintGymError) as err:
+        raise fail(first_line(err)) from None
+    finally:
+        built.close()
+    _say_results(results, out, agent_choice.agent)
+
+
+def _say_results(results: dict[str, Any], out: Path, agent: str) -> None:
+    """The summary lines of an evaluation; exit status 1 when every episode errored."""
+    overall = results["overall"]
+    if results.get("moved_aside"):
+        typer.echo(f"--force: the old episodes were moved to {results['moved_aside']}; started afresh in {out}",
+                   err=True)
+    if results["skipped"]:
+        typer.echo(f"skipped {len(results['skipped'])} tasks that cannot run here (see results.json)", err=True)
+    if results.get("no_oracle"):
+        typer.echo(f"skipped {len(results['no_oracle'])} tasks with no oracle (the {agent} agent plays "
+                   "task oracles; listed as no_oracle in results.json, not as errors)", err=True)
+    if results.get("not_counted"):
+        typer.echo(f"{len(results['not_counted'])} episodes recorded in {out} are not counted (their tasks are "
+                   "skipped now; listed as not_counted in results.json)", err=True)
+    errored = overall["errors"]["count"]
+    if overall["episodes"]:
+        lo, hi = overall["success_ci95"]
+        typer.echo(f"{overall['successes']}/{overall['episodes']} succeeded ({100 * overall['success_rate']:.1f}%, "
+                   f"95% CI {100 * lo:.1f}-{100 * hi:.1f}%), mean reward {overall['mean_reward']:.3f}, "
+                   f"{errored} of {overall['episodes']} episodes errored")
+    if results.get("resumed_episodes"):
+        kept = results["resumed_episodes"]
+        typer.echo(f"{kept} of {len(results['episodes'])} episodes were already recorded in {out} and kept; "
+                   f"{len(results['episodes']) - kept} ran now")
+    typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
+    if overall["episodes"] and errored == overall["episodes"]:
+        reasons = overall["errors"].get("reasons") or {}
+        top = max(reasons, key=reasons.get) if reasons else "see results.json"
+        raise fail(f"every episode errored ({errored}); the most common reason: {top}", code=1)
+
+
+def _evaluate_spec(config: Path | None, overrides: list[str], step: int | None, suite: str | None,
+                   tasks: str | None, max_steps: int | None, choice: AgentChoice, **options: Any) -> None:
+    """``mintgym eval`` with a run's spec (see :mod:`mintgym.cli.eval_spec`)."""
+    from mintgym.cli import eval_spec
+    from mintgym.cli.core import domain_unavailable
+    from mintgym.evals.harness import EvalConfig
+
+    eval_spec.check_choice(choice, step)
+    use_packs(choice.packs)
+    cfg = eval_spec.load_spec(config, overrides, choice)
+    benchmark = eval_spec.suite_of(cfg, suite, tasks, max_steps)
+    urls = _env_urls(options.pop("env_url"))
+    benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
+    model = eval_spec.policy_model(cfg, choice, step)
+    eval_spec.say_model(model, choice)
+    token = client_token(options.pop("token_file"))
+    if options["max_seconds"] is None:
+        options["max_seconds"] = cfg.rollout.episode_timeout
+    results = eval_spec.run_spec_eval(cfg, benchmark, model, choice,
+                                      EvalConfig(env_url=urls, token=token, **options))
+    _say_results(results, options["out"], cfg.agent.kind)
 
 
 def _say_folder(folder: Any, moved: Path | None, out: Path) -> None:
@@ -188,6 +237,19 @@ def _run_data_suite(target: str, suite: str, *, engine: Any, **options: Any) -> 
         if engine is not None:
             engine.close()
     typer.echo(f"results under {options['out']}")
+
+
+def _suite_options(values: list[str]) -> dict[str, str]:
+    """``--suite-option KEY=VALUE`` pairs; each data harness validates its own keys."""
+    options: dict[str, str] = {}
+    for value in values:
+        key, sep, item = value.partition("=")
+        if not sep or not key:
+            raise fail(f"--suite-option wants KEY=VALUE, got {value!r}")
+        if key in options:
+            raise fail(f"--suite-option {key} is given twice")
+        options[key] = item
+    return options
 
 
 def _env_urls(values: list[str]) -> str | dict[str, str] | None:

@@ -79,20 +79,27 @@ def _imitation(run_dir: Path, kind: str, options_json: str, model: Path | None, 
         raise fail(f"--agent-options is not JSON: {err}") from None
     if not isinstance(options, dict):
         raise fail(f"--agent-options must be a JSON object, got {options_json!r}")
-    if kind not in ("answer", "vlm"):
-        raise fail(f"--agent {kind!r}: imitation data is made for a training agent, answer or vlm")
+    from mintgym.agents import agent_factory as registered
+
+    try:
+        factory = registered(kind)
+    except ValueError as err:
+        raise fail(f"--agent {kind!r}: {err}") from None
+    if not callable(getattr(factory, "imitate", None)):
+        raise fail(f"--agent {kind!r}: imitation data is made for a training agent (one with an imitate method, "
+                   "such as answer or vlm)")
     engine = None
     if model is not None:
-        from mintgym.inference.hf import HFEngine
+        from mintgym.rollout.engines import open_engine
 
         if not (model / "config.json").exists():
             raise fail(f"--model {model}: no model there (no config.json)")
-        engine = HFEngine(str(model))
-    elif kind == "vlm":
-        raise fail("--agent vlm needs --model: the agent is built over that model's engine")
+        engine, _ = open_engine("hf", model_path=str(model))
     make_agent = agent_factory(kind, options, engine)
     try:
         make_agent()
     except (TypeError, ValueError) as err:
+        if engine is None and getattr(factory, "needs_engine", False):
+            raise fail(f"--agent {kind} needs --model: the agent is built over that model's engine ({err})") from None
         raise fail(f"--agent {kind} with these options: {err}") from None
     return imitation_dataset(run_dir, make_agent, only_success=only_success, skip_seeds=skip_seeds)

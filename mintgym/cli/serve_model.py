@@ -13,7 +13,9 @@ def register(app: typer.Typer) -> None:
 
 
 def serve_model(
-    path: Path = typer.Argument(..., help="a transformers checkpoint directory (e.g. from build-tiny-model)"),
+    path: Path = typer.Argument(..., help="a model folder: a run folder (its newest checkpoint, or --step), a "
+                                          "checkpoint, or any transformers checkpoint (e.g. from build-tiny-model)"),
+    step: int | None = typer.Option(None, "--step", min=0, help="with a run folder: the checkpoint of this step"),
     host: str = typer.Option("127.0.0.1", help="interface to bind; anything but loopback needs --api-key"),
     port: int = typer.Option(8001, help="TCP port"),
     max_batch_size: int = typer.Option(16, help="requests batched into one generate call"),
@@ -21,10 +23,17 @@ def serve_model(
     api_key: str | None = typer.Option(None, help="bearer token clients must send", envvar="MINTGYM_API_KEY"),
 ) -> None:
     """Serve a VLM with the hf engine at /v1/chat/completions (OpenAI-compatible, with token ids)."""
+    from mintgym.errors import MintGymError
     from mintgym.inference.server import serve_model as _serve
+    from mintgym.trainer.ckpt import policy_folder
 
     if not path.is_dir():
         raise typer.BadParameter(f"{path} is not a directory", param_hint="PATH")
+    try:
+        path = policy_folder(path, step)
+    except MintGymError as err:
+        raise typer.BadParameter(str(err), param_hint="PATH") from None
+    typer.echo(f"serving {path}", err=True)
     _serve(str(path), host=host, port=port, max_batch_size=max_batch_size, batch_window_s=batch_window_ms / 1000,
            api_key=api_key)
 

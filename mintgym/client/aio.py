@@ -54,7 +54,8 @@ class AsyncEnvClient:
                                                            "env_options": env_options or {}})
         protocol.raise_for_error(resp)
         created = resp.json()
-        return AsyncSession(self, created["session_id"], tuple(created["screen_size"]), created["action_set"])
+        return AsyncSession(self, created["session_id"], tuple(created["screen_size"]), created["action_set"],
+                            created.get("screen_hint", ""))
 
     async def health(self) -> dict:
         resp = await self.request("GET", "/v1/health")
@@ -95,6 +96,8 @@ class AsyncSession:
     session_id: str
     screen_size: tuple[int, int]
     action_set: str
+    #: What agent prompts say about this domain's screenshots, as the server reports it.
+    screen_hint: str = ""
     closed: bool = False
 
     async def reset(self, task_id: str | None = None, seed: int | None = None,

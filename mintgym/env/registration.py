@@ -394,7 +394,7 @@ def task(task_id: str) -> Task:
 def parse_id(task_id: str) -> TaskId:
     """:func:`mintgym.env.ids.parse_task_id` with this registry's domains."""
     _discover()
-    return parse_task_id(task_id, set(_host_refs) | set(taskfiles.KINDS))
+    return parse_task_id(task_id, set(_host_refs) | set(taskfiles.kinds()))
 
 
 def canonical_id(task: Task) -> str:

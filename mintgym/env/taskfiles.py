@@ -4,7 +4,8 @@ A task file holds one task (an object), a list of tasks, or ``{"tasks": [...]}``
 common fields of :class:`TaskEntry` (``id``, ``domain``, ``instruction``, ``max_steps``, ``tags``,
 ``oracle``) and its domain's own (a web page and scorers, a pytool question and its checked answer, a
 desktop task's OSWorld ``config`` and ``evaluator``). Each domain's fields are a pydantic model with
-``extra="forbid"`` registered in :data:`KINDS` (by ``module:Class``, so this module imports no domain);
+``extra="forbid"`` that the domain declares (``Declaration.task_entry``, by ``module:Class``, see
+:mod:`mintgym.env.declarations`; :func:`register_kind` adds one at run time), so this module names no domain;
 a mistake is one :class:`TaskFileError` line naming the file, the task and the field.
 
 The oracle is a list of steps: a shared action written as its JSON (``{"type": "click", "x": 10, "y": 20}``)
@@ -18,27 +19,23 @@ and ``$MINTGYM_PACKS`` use.
 
 from __future__ import annotations
 
-import importlib
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mintgym.action_spaces import ACTION_ADAPTER, ActionModel, action_set_for
+from mintgym.env import declarations
 from mintgym.env.core import Environment, Task
 from mintgym.env.ids import parse_task_id
 from mintgym.errors import RegistrationError
 
 SUFFIXES = (".yaml", ".yml", ".json")
-#: Domain -> the TaskEntry subclass (``module:Class``) that reads its tasks; :func:`register_kind` adds more.
-KINDS: dict[str, str] = {
-    "web": "mintgym.environments.taskfiles.web:WebTaskEntry",
-    "pytool": "mintgym.environments.taskfiles.pytool:PytoolTaskEntry",
-    "desktop": "mintgym.environments.taskfiles.desktop:DesktopTaskEntry",
-}
+#: Domain -> the TaskEntry subclass (or ``module:Class``) added by :func:`register_kind`, over the declared ones.
+_registered: dict[str, str | type[TaskEntry]] = {}
 
 
 class TaskFileError(RegistrationError):
@@ -102,17 +99,26 @@ class TaskEntry(BaseModel):
 
 def register_kind(domain: str, entry: str | type[TaskEntry]) -> None:
     """Let task files hold tasks of ``domain``, read by ``entry`` (a TaskEntry subclass or ``module:Class``)."""
-    KINDS[domain] = entry  # type: ignore[assignment]
+    _registered[domain] = entry
+
+
+def kinds() -> dict[str, str | type[TaskEntry]]:
+    """Domain -> the TaskEntry subclass (or ``module:Class``) reading its tasks: declared, then registered."""
+    declared = {name: d.task_entry for name, d in declarations.declarations().items() if d.task_entry}
+    return {**declared, **_registered}
 
 
 def kind(domain: str) -> type[TaskEntry]:
-    ref = KINDS.get(domain)
-    if ref is None:
-        raise KeyError(domain)
-    if isinstance(ref, str):
-        module, _, name = ref.partition(":")
-        ref = getattr(importlib.import_module(module), name)
-    return ref  # type: ignore[return-value]
+    """The TaskEntry subclass reading ``domain``'s tasks; KeyError when task files cannot hold them."""
+    ref = kinds()[domain]
+    return declarations.load(ref) if isinstance(ref, str) else ref
+
+
+def _claiming_domain(raw: dict) -> str | None:
+    """The one domain whose declared ``task_entry_fields`` this entry (with no ``domain``) has, else None."""
+    claims = [name for name, d in declarations.declarations().items()
+              if d.task_entry and set(d.task_entry_fields) & set(raw)]
+    return claims[0] if len(claims) == 1 else None
 
 
 def is_task_file_ref(ref: str) -> bool:
@@ -205,21 +211,22 @@ def _entry(raw: dict, file: Path, index: int) -> tuple[TaskEntry, TaskSource]:
     source = TaskSource(Path(file).resolve(), index)
     name = raw.get("id") if isinstance(raw.get("id"), str) else f"#{index + 1}"
     domain = raw.get("domain")
-    if domain is None and "evaluator" in raw:  # an OSWorld task JSON under a MintGym id
-        domain, raw = "desktop", {**raw, "domain": "desktop"}
+    if domain is None and (claimed := _claiming_domain(raw)):  # e.g. an OSWorld task JSON under a MintGym id
+        domain, raw = claimed, {**raw, "domain": claimed}
+    known = kinds()
     if not isinstance(domain, str):
-        raise TaskFileError(f"{source.file}: task {name!r}: field 'domain': missing; one of {', '.join(sorted(KINDS))}")
+        raise TaskFileError(f"{source.file}: task {name!r}: field 'domain': missing; one of {', '.join(sorted(known))}")
     try:
         model = kind(domain)
     except KeyError:
-        raise TaskFileError(f"{source.file}: task {name!r}: field 'domain': task files hold {', '.join(sorted(KINDS))} "
+        raise TaskFileError(f"{source.file}: task {name!r}: field 'domain': task files hold {', '.join(sorted(known))} "
                             f"tasks, not {domain!r}") from None
     try:
         entry = model.model_validate(raw, context={"source": source})
     except ValidationError as err:
         raise TaskFileError(f"{source.file}: task {name!r}: {_first_error(err, raw)}") from None
     try:
-        parsed = parse_task_id(entry.id, KINDS)
+        parsed = parse_task_id(entry.id, known)
     except RegistrationError as err:
         raise TaskFileError(f"{source.file}: task {name!r}: field 'id': {err}") from None
     if parsed.domain != domain:

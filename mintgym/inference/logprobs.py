@@ -10,6 +10,9 @@ but equal only for the same grouping.
 The vision placeholder tokens (``<|image_pad|>``, ``<|vision_start|>``, ...) are never sampled: a
 response holding one would be read as an image slot. Their logits are ``-inf`` in the sampler and here
 (:func:`suppressed_token_ids`), so both compute the same distribution.
+
+Only response positions are projected to the vocabulary, ``LOGITS_CHUNK`` at a time
+(:class:`ResponseScorer`): the prompt (screenshots are thousands of tokens) never gets full-vocabulary logits.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+from torch.utils.checkpoint import checkpoint
+
+#: Response positions projected to the vocabulary at a time (:class:`ResponseScorer`).
+LOGITS_CHUNK = 1024
 
 Layout = Literal["per_sequence", "right_padded"]
 
@@ -86,20 +93,6 @@ def mask_logits(logits: torch.Tensor, suppressed: torch.Tensor | None) -> torch.
     return logits
 
 
-def _token_scores(logits: torch.Tensor, targets: torch.Tensor, temperature: float,
-                  suppressed: torch.Tensor | None, entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Each target's logprob and, if ``entropy``, the distribution's entropy (suppressed ids have p = 0)."""
-    logits = mask_logits(logits, suppressed)
-    if temperature > 0 and temperature != 1.0:
-        logits = logits / temperature
-    logp = torch.log_softmax(logits, dim=-1)
-    chosen = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    if not entropy:
-        return chosen, None
-    finite = torch.isfinite(logp)
-    return chosen, -(logp.exp() * torch.where(finite, logp, torch.zeros_like(logp))).sum(-1)
-
-
 def sequence_logprobs(
     model: Any,
     batch: Sequence[SequenceInput],
@@ -138,39 +131,93 @@ def _scores(model: Any, batch: Sequence[SequenceInput], temperature: float | Seq
     temps = [float(temperature)] * len(batch) if isinstance(temperature, (int, float)) else list(temperature)
     if len(temps) != len(batch):
         raise ValueError(f"got {len(temps)} temperatures for {len(batch)} sequences")
-    device = next(model.parameters()).device
-    suppressed = torch.tensor(suppressed_token_ids(model), dtype=torch.long, device=device)
+    scorer = model if isinstance(model, ResponseScorer) else ResponseScorer(model)
     if layout == "per_sequence":
-        return [_one(model, seq, t, device, suppressed, entropy) for seq, t in zip(batch, temps)]
+        return [scorer.score([seq], [t], entropy)[0] for seq, t in zip(batch, temps)]
     if layout == "right_padded":
-        return _right_padded(model, batch, temps, device, suppressed, entropy)
+        return scorer.score(batch, temps, entropy)
     raise ValueError(f"layout must be 'per_sequence' or 'right_padded', got {layout!r}")
 
 
-def _one(model: Any, seq: SequenceInput, temperature: float, device: torch.device,
-         suppressed: torch.Tensor, entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-    ids = torch.tensor([seq.token_ids], dtype=torch.long, device=device)
-    extra = {k: v.to(device) for k, v in _images([seq]).items()}
-    out = model(input_ids=ids, attention_mask=torch.ones_like(ids), mm_token_type_ids=_mm_token_types(model, ids),
-                use_cache=False, **extra)
-    start = seq.prompt_length
-    return _token_scores(out.logits[0, start - 1:-1], ids[0, start:], temperature, suppressed, entropy)
+class ResponseScorer(torch.nn.Module):
+    """A causal (V)LM scored on response tokens only: the model body runs to its last hidden states, the
+    response positions are picked out, and only they meet the vocabulary projection, ``chunk`` positions at a
+    time, each chunk's logits, ``log_softmax`` and gather computed under activation checkpointing when grad is
+    on (so the backward keeps a chunk's hidden states, never its logits, and rebuilds one chunk at a time).
+    The prompt positions never get logits: for a screenshot prompt of thousands of tokens and a vocabulary of
+    152k, the full logits were the step's largest tensor.
+
+    It is an ``nn.Module`` around ``model`` so that a sharded trainer can make it the FSDP root
+    (:mod:`mintgym.trainer.sharding`): the body's and the head's parameters are then gathered by its forward.
+    """
+
+    def __init__(self, model: Any, chunk: int = LOGITS_CHUNK):
+        super().__init__()
+        if chunk < 1:
+            raise ValueError(f"logits chunk must be >= 1 position, got {chunk}")
+        body, head = getattr(model, "model", None), model.get_output_embeddings()
+        if body is None or head is None:
+            raise ValueError(f"{type(model).__name__} has no .model body and output embeddings to score with")
+        self.model = model
+        self.chunk = chunk
+
+    @property
+    def config(self) -> Any:
+        return self.model.config
+
+    def score(self, batch: Sequence[SequenceInput], temps: Sequence[float],
+              entropy: bool) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """Each sequence's response-token logprobs (and entropies), ``batch`` run as one right-padded batch."""
+        device = next(self.model.parameters()).device
+        pad = (getattr(self.config, "pad_token_id", None)
+               or getattr(self.config.get_text_config(), "pad_token_id", 0) or 0)
+        length = max(len(s.token_ids) for s in batch)
+        ids = torch.full((len(batch), length), pad, dtype=torch.long, device=device)
+        mask = torch.zeros_like(ids)
+        rows, cols, scale = [], [], []
+        for row, (seq, t) in enumerate(zip(batch, temps)):
+            ids[row, :len(seq.token_ids)] = torch.tensor(seq.token_ids, device=device)
+            mask[row, :len(seq.token_ids)] = 1
+            rows += [row] * seq.response_length
+            cols += range(seq.prompt_length - 1, len(seq.token_ids) - 1)  # position i predicts token i + 1
+            scale += [t if t > 0 else 1.0] * seq.response_length  # temperature 0 (greedy) counts as 1
+        rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
+        lp, ent = self(ids, mask, rows_t, cols_t, torch.tensor(scale, device=device), entropy,
+                       **{k: v.to(device) for k, v in _images(batch).items()})
+        sizes = [s.response_length for s in batch]
+        ents = ent.split(sizes) if ent is not None else [None] * len(batch)
+        return list(zip(lp.split(sizes), ents))
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+                temps: torch.Tensor, entropy: bool, pixel_values: torch.Tensor | None = None,
+                image_grid_thw: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(N,) logprobs of tokens ``ids[rows, cols + 1]`` (and entropies) under ``softmax(logits / temps)``."""
+        images = {} if pixel_values is None else {"pixel_values": pixel_values, "image_grid_thw": image_grid_thw}
+        out = self.model.model(input_ids=ids, attention_mask=mask, use_cache=False,
+                               mm_token_type_ids=_mm_token_types(self.model, ids) * mask, **images)
+        hidden = out.last_hidden_state[rows, cols]  # (N, H): response positions only
+        targets = ids[rows, cols + 1]
+        suppressed = torch.tensor(suppressed_token_ids(self.model), dtype=torch.long, device=ids.device)
+        head = self.model.get_output_embeddings()
+        lps, ents = [], []
+        for start in range(0, hidden.shape[0], self.chunk):
+            part = slice(start, start + self.chunk)
+            args = (head, hidden[part], targets[part], temps[part], suppressed, entropy)
+            scores = (checkpoint(_chunk_scores, *args, use_reentrant=False) if torch.is_grad_enabled()
+                      else _chunk_scores(*args))
+            lps.append(scores[0])
+            if entropy:
+                ents.append(scores[1])
+        return torch.cat(lps), torch.cat(ents) if entropy else None
 
 
-def _right_padded(model: Any, batch: Sequence[SequenceInput], temps: list[float], device: torch.device,
-                  suppressed: torch.Tensor, entropy: bool) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
-    pad = getattr(model.config, "pad_token_id", None) or getattr(model.config.get_text_config(), "pad_token_id", 0) or 0
-    length = max(len(s.token_ids) for s in batch)
-    ids = torch.full((len(batch), length), pad, dtype=torch.long, device=device)
-    mask = torch.zeros_like(ids)
-    for row, seq in enumerate(batch):
-        ids[row, :len(seq.token_ids)] = torch.tensor(seq.token_ids, device=device)
-        mask[row, :len(seq.token_ids)] = 1
-    extra = {k: v.to(device) for k, v in _images(batch).items()}
-    out = model(input_ids=ids, attention_mask=mask, mm_token_type_ids=_mm_token_types(model, ids) * mask,
-                use_cache=False, **extra)
-    result = []
-    for row, (seq, t) in enumerate(zip(batch, temps)):
-        start, end = seq.prompt_length, len(seq.token_ids)
-        result.append(_token_scores(out.logits[row, start - 1:end - 1], ids[row, start:end], t, suppressed, entropy))
-    return result
+def _chunk_scores(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor, temps: torch.Tensor,
+                  suppressed: torch.Tensor, entropy: bool) -> tuple[torch.Tensor, ...]:
+    """One chunk's target logprobs (and entropies, suppressed ids having p = 0), float32."""
+    logits = mask_logits(head(hidden), suppressed) / temps.unsqueeze(-1)
+    logp = torch.log_softmax(logits, dim=-1)
+    chosen = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    if not entropy:
+        return (chosen,)
+    finite = torch.isfinite(logp)
+    return chosen, -(logp.exp() * torch.where(finite, logp, torch.zeros_like(logp))).sum(-1)

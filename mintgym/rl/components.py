@@ -310,7 +310,8 @@ class Run:
 
         buffer_state = ray.get(self.buffer.state_dict.remote())
         return save_checkpoint(self.out, self.step, self.learner.model, self.learner.optimizer,
-                               {"version": self.learner.version, "buffer": buffer_state})
+                               {"version": self.learner.version, "buffer": buffer_state},
+                               processor=self.learner.processor)
 
     # -- end ------------------------------------------------------------------------------------------
 

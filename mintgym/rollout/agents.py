@@ -1,4 +1,5 @@
-"""Layer 4: the agent a rollout worker gives each episode, by kind (``answer``, ``vlm``), over its engine.
+"""Layer 4: the agent a rollout worker gives each episode, by registered kind (``answer``, ``vlm``, yours), over
+its engine.
 
 The same function makes the students of imitation data (:func:`agent_factory`), so a warm start and
 ``mintgym export`` build their prompts exactly as the RL episodes do. Benchmarks add a simulated env-step
@@ -8,6 +9,7 @@ time (:class:`SimulatedLatency`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import math
 import random
@@ -40,31 +42,30 @@ def make_episode_agent(kind: str, options: dict[str, Any], engine: InferenceEngi
                        max_new_tokens: int = 16, temperature: float = 1.0,
                        simulated_step_seconds: tuple[float, float] | None = None,
                        rng: random.Random | None = None) -> Agent:
-    """A new ``kind`` agent with ``options`` sampling from ``engine`` (``max_new_tokens``, ``temperature``
-    unless the options set them, or, for ``vlm``, its ``sampling``); ``simulated_step_seconds`` (mean,
-    sigma) wraps it in :class:`SimulatedLatency` drawing from ``rng``."""
-    if kind == "answer":
-        # Wired by name so this layer never imports mintgym.agents at module level.
-        answer = importlib.import_module("mintgym.agents.answer")
-        agent: Agent = answer.AnswerAgent(engine, **{"max_new_tokens": max_new_tokens, "temperature": temperature,
-                                                     **options})
-    elif kind == "vlm":
-        vlm = importlib.import_module("mintgym.agents.vlm")
-        from mintgym.inference import SamplingParams
-
-        options = dict(options)
-        if "sampling" not in options:  # the rollout's sampling, where the options do not set their own
-            options["sampling"] = SamplingParams(max_new_tokens=options.pop("max_new_tokens", max_new_tokens),
-                                                 temperature=options.pop("temperature", temperature),
-                                                 top_p=options.pop("top_p", 1.0))
-        options.setdefault("retries", 0)
-        options.setdefault("seeded", False)  # the G episodes of a group share a task seed: they must sample apart
-        agent = vlm.VLMAgent(engine=engine, **options)
-    else:
-        raise ValueError(f"unknown rollout agent {kind!r} (answer, vlm)")
+    """A new agent of the registered ``kind`` (:func:`mintgym.agents.make_agent`, the one agent factory) with
+    ``options`` sampling from ``engine``: the agent's ``training_defaults`` and the rollout's ``max_new_tokens``
+    and ``temperature`` unless the options set them (or set a whole ``sampling``); ``simulated_step_seconds``
+    (mean, sigma) wraps it in :class:`SimulatedLatency` drawing from ``rng``."""
+    agents = importlib.import_module("mintgym.agents")  # by name: this layer never imports agents at module level
+    factory = agents.agent_factory(kind)
+    options = {**getattr(factory, "training_defaults", {}), **options}
+    if "sampling" not in options:  # the rollout's sampling, where the options do not set their own
+        options = {"max_new_tokens": max_new_tokens, "temperature": temperature, **options}
+    agent: Agent = agents.make_agent(kind, engine=engine, **options)
     if simulated_step_seconds:
         agent = SimulatedLatency(agent, *simulated_step_seconds, rng or random.Random())
     return agent
+
+
+def with_temperature(options: dict[str, Any], temperature: float) -> dict[str, Any]:
+    """Agent options sampling at ``temperature`` whatever they set themselves (``temperature``, or a vlm
+    agent's ``sampling``): an evaluation's temperature is the one its results report."""
+    options = {k: v for k, v in options.items() if k != "temperature"}
+    if isinstance(options.get("sampling"), dict):
+        options["sampling"] = {**options["sampling"], "temperature": temperature}
+    elif options.get("sampling") is not None:
+        options["sampling"] = dataclasses.replace(options["sampling"], temperature=temperature)
+    return options
 
 
 def agent_factory(kind: str, options: dict[str, Any], engine: InferenceEngine | None,

@@ -158,7 +158,8 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
     writer = recorder.open()
     context = AgentContext(task_id=task_id, domain=obs.domain, instruction=obs.instruction,
                            action_set=action_set_for(session.action_set), screen_size=obs.screen_size,
-                           max_steps=int(info.get("max_steps", 0)), seed=seed, oracle=session.oracle_action)
+                           max_steps=int(info.get("max_steps", 0)), seed=seed, oracle=session.oracle_action,
+                           screen_hint=session.screen_hint)
     recorder.waiting_on = "agent"
     await _ask(agent, agent.start(context))
     reward = 0.0

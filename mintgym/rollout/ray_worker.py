@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import itertools
 import math
 import random
@@ -53,8 +52,9 @@ from typing import Any
 from mintgym.allocator import tune_malloc
 from mintgym.buffer.types import Group, Sample
 from mintgym.errors import first_line
-from mintgym.inference import InferenceEngine, make_engine
+from mintgym.inference import InferenceEngine
 from mintgym.rollout.agents import make_episode_agent
+from mintgym.rollout.engines import open_engine
 from mintgym.rollout.recording import RecordingEngine
 
 
@@ -205,14 +205,10 @@ class RolloutWorker:
         options = dict(self.spec.engine_options)
         if self.spec.engine == "hf":
             options.setdefault("seed", self.spec.seed * 1000 + self.spec.worker_id)
-        self.engine = make_engine(self.spec.engine, model_path=self.spec.model_path, **options)
-        self.sampler = self.engine
-        if self.spec.engine == "hf":
-            # The G episodes of a group call the model at once, one request each: their calls are gathered
-            # into generate calls of up to the engine's max_batch_size (a vllm engine gathers its concurrent
-            # agenerate calls into shared LLM.generate calls itself: VLLMEngine.agenerate).
-            batched = importlib.import_module("mintgym.agents.batched")  # by name: see rollout.agents
-            self.sampler = batched.BatchedEngine(self.engine, max_batch_size=self.engine.max_batch_size)
+        # The G episodes of a group call the model at once, one request each: an hf engine gathers their calls
+        # into generate calls of up to its max_batch_size (see mintgym.rollout.engines).
+        self.engine, self.sampler = open_engine(self.spec.engine, batch=int(options.get("max_batch_size", 16)),
+                                                model_path=self.spec.model_path, **options)
         size = self.spec.group_size * self.spec.groups_in_flight
         for domain, urls in self.spec.env_urls.items():
             clients = [AsyncEnvClient(url, encoding="raw") for url in urls]
@@ -301,35 +297,6 @@ class RolloutWorker:
         """Load the newest weights now (sync mode) and return the version in use."""
         await self._setup()
         return await self.refresh_weights()
-
-    async def evaluate(self, groups_per_task: int, share: tuple[int, int] = (0, 1),
-                       temperature: float | None = None) -> list[dict[str, Any]]:
-        """Play groups of every task with the newest weights, not pushed to the buffer: group k of a task
-        (k < ``groups_per_task``, taken when ``k % share[1] == share[0]``) uses its ``k``-th seed in
-        turn, sampled at ``temperature`` (None: the rollout's; 0: greedy, one episode a group). Returns per group the task, domain, seed,
-        weights version, rewards and failed episodes."""
-        spec = self.spec if temperature is None else dataclasses.replace(
-            self.spec, temperature=temperature, agent_options=_with_temperature(self.spec.agent_options, temperature))
-        await self._setup()
-        await self.refresh_weights()
-        tasks = list({task_id: (task_id, seeds, domain) for task_id, seeds, domain in self.spec.tasks}.values())
-        slots = {domain: asyncio.Semaphore(self.spec.groups_in_flight) for domain in self._going}
-
-        async def group(task_id: str, seeds: list[int] | None, domain: str, k: int) -> dict[str, Any]:
-            seeds = self.spec.eval_seeds.get(task_id) or seeds
-            seed = seeds[k % len(seeds)] if seeds else self._rng.randrange(2**31)
-            group_id = f"eval-{task_id}-{seed}-{uuid.uuid4().hex[:8]}"
-            async with slots[domain]:
-                size = 1 if spec.temperature == 0 else spec.group_size  # greedy: every sample would be alike
-                samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i, spec)
-                                                 for i in range(size)), return_exceptions=True)
-            good = [s for s in samples if isinstance(s, Sample)]
-            return {"task_id": task_id, "domain": domain, "seed": seed, "version": self.version,
-                    "rewards": [s.reward for s in good], "errors": len(samples) - len(good)}
-
-        index, workers = share
-        return list(await asyncio.gather(*(group(*task, k) for task in tasks for k in range(groups_per_task)
-                                           if k % workers == index)))
 
     async def _admit(self, domain: str) -> int | None:
         """A buffer reservation for a group of ``domain`` sampled with the newest weights (loaded first),
@@ -479,14 +446,3 @@ class RolloutWorker:
             await client.aclose()
         if self.sampler is not None:
             self.sampler.close()  # the engine, and its batching where it has one
-
-
-def _with_temperature(options: dict[str, Any], temperature: float) -> dict[str, Any]:
-    """Agent options sampling at ``temperature`` whatever they set themselves (``temperature``, or a vlm
-    agent's ``sampling``): the final evaluation's temperature is the one its results report."""
-    options = {k: v for k, v in options.items() if k != "temperature"}
-    if isinstance(options.get("sampling"), dict):
-        options["sampling"] = {**options["sampling"], "temperature": temperature}
-    elif options.get("sampling") is not None:
-        options["sampling"] = dataclasses.replace(options["sampling"], temperature=temperature)
-    return options

@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mintgym import __version__
 from mintgym.action_spaces import InvalidAction
-from mintgym.env import registration
+from mintgym.env import declarations, registration
 from mintgym.env.core import EnvironmentHost
 from mintgym.errors import EpisodeStateError, RegistrationError, TaskUnavailable
 from mintgym.server.options import (OptionError, check_defaults, check_options, describe_options, options_model_for,
@@ -257,6 +257,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             actions = None
         return {
             "api_version": API_VERSION, "version": __version__, "domain": domain, "action_set": actions,
+            "screen_hint": declarations.declaration(domain).screen_hint,
             "encodings": list(IMAGE_CONTENT_TYPES), "host": host.describe(),
             "env_options": describe_options(options_model, caps), "option_caps": caps,
             "tasks": [{"id": t.id, "instruction": t.instruction, "max_steps": t.max_steps, "family": t.family,
@@ -280,7 +281,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         except (TypeError, ValueError) as err:
             raise ApiError(422, "bad_env_options", f"the environment refused these options: {err}") from None
         created = SessionCreated(session_id=session.id, screen_size=session.env.screen_size,
-                                 action_set=session.env.action_set.name)
+                                 action_set=session.env.action_set.name,
+                                 screen_hint=declarations.declaration(domain).screen_hint)
         return created.model_dump()
 
     @app.get(f"/{API_VERSION}/sessions", dependencies=auth)

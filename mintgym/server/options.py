@@ -5,26 +5,16 @@ A session's ``env_options`` are validated by the host's options model (a pydanti
 one line naming the option and its range. The operator's caps (``mintgym serve pytool --max-option
 memory_mb=2048``) bound numeric options further, and no session option can exceed them.
 
-Hosts declare their model as ``options_model``; for hosts that do not (yet), :data:`DOMAIN_MODELS`
-names one here.
+Each host declares its model as its ``options_model`` class attribute; a host without one takes its options
+unchecked (and they cannot be capped).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import annotated_types
 from pydantic import BaseModel, ValidationError
-
-#: Options models for hosts that do not carry an ``options_model`` attribute: domain -> "module:Class".
-DOMAIN_MODELS = {
-    "pytool": "mintgym.environments.pytool.options:PytoolOptions",
-    "null": "mintgym.environments.null:NullOptions",
-    "desktop": "mintgym.environments.desktop.options:DesktopOptions",
-    "web": "mintgym.environments.web.options:WebOptions",
-    "android": "mintgym.server.domain_options:AndroidOptions",
-}
 
 
 class OptionError(ValueError):
@@ -32,15 +22,11 @@ class OptionError(ValueError):
 
 
 def options_model_for(host: Any) -> type[BaseModel] | None:
-    """The options model of ``host``: its ``options_model``, else the one named for its domain."""
+    """The options model ``host`` declares (its ``options_model``), or None."""
     model = getattr(host, "options_model", None)
-    if model is not None:
-        return model
-    ref = DOMAIN_MODELS.get(getattr(host, "domain", ""))
-    if ref is None:
-        return None
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"{type(host).__name__}.options_model must be a pydantic model class, got {model!r}")
+    return model
 
 
 def field_range(model: type[BaseModel], name: str) -> str:

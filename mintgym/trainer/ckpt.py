@@ -1,5 +1,11 @@
-"""Layer 6: checkpoints: ``<out>/checkpoints/step-<N>/`` with the model, optimizer, random number generators and
-run state.
+"""Layer 6: checkpoints: ``<out>/checkpoints/step-<N>/`` is a Hugging Face model folder (the model's
+``save_pretrained`` files, its processor and chat template) beside the trainer's own state (the optimizer, the
+random number generators and the run state), so ``--engine hf --model``, ``--engine vllm --model``,
+``mintgym serve-model`` and ``vllm serve`` load it as they load any checkpoint, and a run resumes from it.
+
+The weights are the trainer's master weights (float32 under ``train.precision: mixed``), so a resume is exact;
+a model that is not a transformers model (a test's ``torch.nn.Linear``) is saved as ``model.pt``, as every
+checkpoint was before (such checkpoints still resume). :func:`policy_folder` finds the model folder of a run.
 
 ``state.json`` holds the step, the trainer version and the buffer's accounting, so a resumed run
 continues the same step count and counters. ``rng.pt`` holds the trainer process's random number generators
@@ -86,15 +92,29 @@ def set_rng_state(state: dict[str, Any], log: Callable[[str], None] = print) -> 
             f"restored {min(len(saved), here)}, the others go on from the run's seed")
 
 
+#: The file a checkpoint of a model that is not a transformers model keeps its weights in.
+STATE_DICT_FILE = "model.pt"
+
+
 def save_checkpoint(out: str | os.PathLike, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    state: dict[str, Any], keep: int = 2) -> Path:
+                    state: dict[str, Any], keep: int = 2, processor: Any = None) -> Path:
+    """Write ``<out>/checkpoints/step-<step>/``: the model folder (``save_pretrained``, and ``processor``'s files
+    when given) and the trainer's state; keep the newest ``keep`` checkpoints."""
     root = checkpoint_dir(out)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:06d}"
     tmp = root / f".step-{step:06d}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    torch.save(model.state_dict(), tmp / "model.pt")
+    from mintgym.models.loading import quiet_progress, save_processor
+
+    if hasattr(model, "save_pretrained"):
+        with quiet_progress():
+            model.save_pretrained(tmp)
+    else:
+        torch.save(model.state_dict(), tmp / STATE_DICT_FILE)
+    if processor is not None:
+        save_processor(processor, tmp)
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     torch.save(rng_state(), tmp / RNG_FILE)
     (tmp / "state.json").write_text(json.dumps({"step": step, **state}, indent=2, default=str))
@@ -162,7 +182,7 @@ def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: 
     against the config, and a checkpoint without random state (one written before it was saved), is said
     through ``log``."""
     path = Path(path)
-    weights = torch.load(path / "model.pt", map_location="cpu", weights_only=True)
+    weights = _saved_weights(path, model)
     saved_optimizer = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
     rng = torch.load(path / RNG_FILE, weights_only=True) if (path / RNG_FILE).exists() else None
     state = json.loads((path / "state.json").read_text())
@@ -175,6 +195,57 @@ def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: 
     else:
         set_rng_state(rng, log)
     return state
+
+
+def _saved_weights(path: Path, model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The checkpoint's weights as ``model``'s state dict: ``model.pt`` where there is one, otherwise read back by
+    the model class's own ``from_pretrained`` (which undoes what ``save_pretrained`` renamed and tied), in the
+    dtype the model holds."""
+    if (path / STATE_DICT_FILE).exists():
+        return torch.load(path / STATE_DICT_FILE, map_location="cpu", weights_only=True)
+    if not hasattr(type(model), "from_pretrained"):
+        raise FileNotFoundError(f"{path} holds no {STATE_DICT_FILE} and the model is not a transformers model")
+    from mintgym.models.loading import quiet_progress
+
+    with quiet_progress():
+        loaded = type(model).from_pretrained(path, dtype=next(model.parameters()).dtype)
+    return loaded.state_dict()
+
+
+class NoPolicy(MintGymError):
+    """A path that names no model folder of a run."""
+
+
+def policy_folder(path: str | os.PathLike, step: int | None = None) -> Path:
+    """The model folder ``path`` names: a run folder's newest checkpoint (or its ``step``), a checkpoint folder
+    itself, or any other model folder as given. :class:`NoPolicy` (one line) when a run folder has no such
+    checkpoint, or a checkpoint predates model folders.
+
+    Example:
+        >>> policy_folder("runs/see")  # doctest: +SKIP
+        PosixPath('runs/see/checkpoints/step-000030')
+    """
+    path = Path(path).expanduser()
+    if checkpoint_dir(path).is_dir():
+        folders = sorted(checkpoint_dir(path).glob("step-*"))  # step-<N> with N zero-padded: oldest first
+        if step is not None:
+            found = {checkpoint_step(p): p for p in folders}
+            if step not in found:
+                have = ", ".join(str(s) for s in sorted(s for s in found if s is not None)) or "none"
+                raise NoPolicy(f"{path} has no checkpoint of step {step} (it has: {have})")
+            folder = found[step]
+        elif not folders:
+            raise NoPolicy(f"{path} is a run folder with no checkpoint yet")
+        else:
+            folder = folders[-1]
+    elif step is not None:
+        raise NoPolicy(f"--step is for a run folder (one holding checkpoints/), and {path} is not one")
+    else:
+        folder = path
+    if (folder / STATE_DICT_FILE).exists() and not (folder / "config.json").exists():
+        raise NoPolicy(f"{folder} was written before checkpoints were model folders ({STATE_DICT_FILE} only); "
+                       "train on from it once (the next checkpoint is a model folder) or re-run")
+    return folder
 
 
 class CheckpointUnreadable(MintGymError):

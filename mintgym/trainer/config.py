@@ -63,21 +63,48 @@ class ModelConfig(_Part):
 
 class EngineConfig(_Part):
     name: Literal["hf", "vllm"] = Field("hf", description="Inference engine: ``hf`` (transformers, CPU) or ``vllm``.")
-    options: dict[str, Any] = Field(default_factory=dict, description="Keyword options of the engine "
-                                    "(``aligned_logprobs``, ``max_batch_size``, vllm's ``gpu_memory_utilization``...).")
+    options: dict[str, Any] = Field(default_factory=dict, description="Keyword options of the engine, checked "
+                                    "against its constructor (``aligned_logprobs``, ``max_batch_size``, vllm's "
+                                    "``gpu_memory_utilization``...).")
+
+    @model_validator(mode="after")
+    def _options_fit_the_engine(self) -> EngineConfig:
+        import importlib
+
+        from mintgym.inference import ENGINES
+        from mintgym.plugin_options import check_options
+
+        module, _, name = ENGINES[self.name].partition(":")
+        check_options(getattr(importlib.import_module(module), name), self.options, "options",
+                      skip=("model_path", "model", "processor", "policy_version"))
+        return self
 
 
 class AgentConfig(_Part):
-    kind: Literal["answer", "vlm"] = Field("answer", description="``answer``: one short sampled answer, submitted "
-                                           "as ``done(answer=...)`` or, with ``click_grid``, clicked as the grid "
-                                           "cell it names; ``vlm``: the full VLMAgent.")
-    options: dict[str, Any] = Field(default_factory=dict, description="Options of the agent (``answer``: "
-                                    "``choices`` per domain; ``vlm``: VLMAgent keyword options). "
-                                    "``max_new_tokens``, ``temperature`` (and vlm's ``top_p``) here take the "
-                                    "place of the rollout's.")
+    kind: str = Field("answer", description="A registered agent that samples from its engine (the "
+                      "``mintgym.agents`` entry points): ``answer``, one short sampled answer, submitted as "
+                      "``done(answer=...)`` or, with ``click_grid``, clicked as the grid cell it names; ``vlm``, "
+                      "the full VLMAgent; or an installed package's.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Options of the agent, checked against its "
+                                    "constructor (``answer``: ``choices`` per domain; ``vlm``: VLMAgent keyword "
+                                    "options). ``max_new_tokens``, ``temperature`` (and vlm's ``top_p``) here take "
+                                    "the place of the rollout's.")
     max_turns: int | None = Field(None, ge=1, description="Most env steps per episode (an invalid action's "
                                   "step and the answer agent's closing ``done()`` count): the env session "
                                   "truncates the episode there and scores its state (None: the task's limit).")
+
+    @model_validator(mode="after")
+    def _a_trainable_agent_with_its_options(self) -> AgentConfig:
+        import importlib
+
+        from mintgym.plugin_options import check_options
+
+        factory = importlib.import_module("mintgym.agents").agent_factory(self.kind)  # by name: see rollout.agents
+        if not getattr(factory, "needs_engine", False):
+            raise ValueError(f"kind {self.kind!r} does not sample from an inference engine (its class does not say "
+                             "needs_engine), so there is nothing to train; use answer, vlm or an agent that does")
+        check_options(factory, self.options, "options", skip=("engine",))
+        return self
 
 
 class EnvConfig(_Part):
@@ -212,7 +239,14 @@ class TrainConfig(_Part):
                                 "before the run fails naming who is behind.")
     batch_timeout: float = Field(600.0, gt=0, description="Seconds to wait for a full batch before training on "
                                  "a short one (shortfall counted per domain).")
-    micro_batch: int = Field(16, ge=1, description="Sequences per forward/backward chunk.")
+    micro_batch: int = Field(16, ge=1, description="Sequences per forward/backward chunk: their graphs are alive "
+                             "together until the chunk's backward frees them, so the step's activation memory is "
+                             "that of this many sequences (docs/train.md, \"Memory and sharding\"); the gradient "
+                             "does not depend on it.")
+    activation_checkpointing: bool | None = Field(
+        None, description="Keep only each decoder layer's and vision block's input for the backward and recompute "
+                          "the rest there (about a third more compute, a small fraction of the activations); None: "
+                          "on for models of at least 100M parameters (off for the tiny test model).")
     checkpoint_every: int = Field(10, ge=0, description="Checkpoint every this many steps (0: only at the end).")
     mismatch_snapshots: int = Field(0, ge=0, description="Keep this many past weight versions to measure the "
                                     "mismatch of lagged turns too (one extra no-grad forward per lagged sequence; "
@@ -222,9 +256,10 @@ class TrainConfig(_Part):
     max_failed_steps: int = Field(3, ge=0, description="Fail the run after this many steps in a row that "
                                   "trained on nothing because every episode failed, naming the most frequent "
                                   "episode error (0: never).")
-    eval_groups: int = Field(0, ge=0, description="After the last step, play this many groups of every task with "
-                             "the final weights (not trained on) and write their mean reward per domain to "
-                             "``final_eval.json`` (0: no evaluation).")
+    eval_groups: int = Field(0, ge=0, description="After the last step, evaluate the final checkpoint as ``mintgym "
+                             "eval --model OUT`` does: one episode on each of the first this many held-out seeds "
+                             "of every task (``eval_seeds``, else ``seeds``), results in ``OUT/eval/`` and the "
+                             "mean reward per domain in ``final_eval.json`` (0: no evaluation).")
     eval_temperature: float | None = Field(None, ge=0, description="Sampling temperature of that evaluation "
                                            "(None: ``rollout.temperature``; 0: greedy, the policy's best answer).")
     seed: int = Field(0, description="Seed of the trainer's random number generators (Python, NumPy, torch; a "

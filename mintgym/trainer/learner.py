@@ -5,14 +5,22 @@ exact token ids and the prompt's images run through the model's own image proces
 it checks, per sequence, that the image placeholder tokens in the ids match the image features it feeds
 (``sum(grid_t * grid_h * grid_w) / merge_size**2``); a mismatch is a ``ValueError`` naming the sequence.
 Turns are views of the episode record's steps, so an episode read back from disk trains the same way.
+
+Memory (docs/train.md, "Memory and sharding"): logprobs come from response positions only, projected to the
+vocabulary a chunk at a time (:class:`~mintgym.inference.logprobs.ResponseScorer`); each micro-batch's graph is
+freed by its backward before the next one runs; ``train.activation_checkpointing`` recomputes each layer in the
+backward (:mod:`mintgym.trainer.memory`); given :class:`~mintgym.trainer.sharding.Shards` the model is sharded
+with FSDP2 and each rank trains its share of the turns.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,12 +29,19 @@ from mintgym.buffer.advantages import compute_advantages
 from mintgym.buffer.types import Batch, Group, Turn
 from mintgym.errors import first_line
 from mintgym.inference.images import load_image
-from mintgym.inference.logprobs import (SequenceInput, sequence_logprobs, sequence_logprobs_and_entropy,
-                                        suppressed_token_ids)
+from mintgym.inference.logprobs import (
+    ResponseScorer,
+    SequenceInput,
+    sequence_logprobs,
+    sequence_logprobs_and_entropy,
+    suppressed_token_ids,
+)
 from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.loss import LossInputs, pad_right, policy_loss
+from mintgym.trainer.memory import use_activation_checkpointing
 from mintgym.trainer.mismatch import mismatch_metrics
 from mintgym.trainer.precision import Precision, model_dtype
+from mintgym.trainer.sharding import Shards, all_reduce, full_state_dict, gather, passes, shard
 
 
 class ImageLost(LookupError):
@@ -82,16 +97,26 @@ class Learner:
     batch that arrives in parts: ``begin()``, ``add(groups)`` per part, ``finish(batch)``). A model given in a
     low-precision dtype is trained as ``config.precision`` says (:mod:`mintgym.trainer.precision`): with
     ``mixed`` it is turned into float32 master weights in place, and :meth:`state_dict` gives them back in
-    the dtype it came in."""
+    the dtype it came in. With ``shards`` (a torchrun process of a sharded learner) the model is sharded with
+    FSDP2 (:mod:`mintgym.trainer.sharding`): every rank calls the same methods with the same batch."""
 
     def __init__(self, model: Any, processor: Any, config: TrainConfig, *, version: int = 0,
-                 resolve_image: Callable[[Any], np.ndarray] = _resolve):
+                 resolve_image: Callable[[Any], np.ndarray] = _resolve, shards: Shards | None = None):
+        if shards is not None and config.mismatch_snapshots:
+            raise ValueError("mismatch_snapshots needs a whole model to score lagged turns with: set it to 0 "
+                             "for a sharded learner")
         self.precision = Precision.of(model_dtype(model), config.precision)
         self.model = model.to(self.precision.master)
         self.processor = processor
         self.config = config
         self.version = version
         self.resolve_image = resolve_image
+        self.shards = shards
+        self.checkpointing = use_activation_checkpointing(model, config.activation_checkpointing)
+        #: The model scored on response tokens only; the FSDP root of a sharded learner.
+        self.scorer = ResponseScorer(model)
+        if shards is not None:
+            shard(self.scorer, model, shards)
         self.optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.lr)
         vision = getattr(model.config, "vision_config", None)
         self.merge = int(getattr(vision, "spatial_merge_size", 2) or 2)
@@ -195,19 +220,29 @@ class Learner:
                                  self.version - turn.policy_version))
         first = len(acc.rows)
         acc.rows += rows
-        for start in range(0, len(rows), cfg.micro_batch):
-            chunk = rows[start:start + cfg.micro_batch]
-            seqs = [self.sequence_input(turn, f"sequence {first + start + i}")
-                    for i, (turn, *_rest) in enumerate(chunk)]
+        # Sharded, every rank runs the same passes (FSDP gathers in lockstep), so all take one backward decision
+        step_signal = any(r[1] != 0.0 for r in rows)
+        for indices in passes(len(rows), cfg.micro_batch, self.shards):
+            chunk = [rows[i] for i in indices if i is not None]
+            fillers = len(indices) - len(chunk)  # a rank short of turns runs the first again, counted 0
+            seqs = [self.sequence_input(rows[i][0], f"sequence {first + i}") for i in indices if i is not None]
+            seqs += [self.sequence_input(rows[0][0], f"sequence {first}")] * fillers
             signal = any(r[1] != 0.0 for r in chunk)
-            backward = not cfg.skip_no_signal or signal or cfg.entropy_coef > 0  # the bonus has a gradient
-            temperatures = [r[0].temperature for r in chunk]
+            backward = (not cfg.skip_no_signal or cfg.entropy_coef > 0  # the bonus has a gradient
+                        or (step_signal if self.shards else signal))
+            temperatures = [r[0].temperature for r in chunk] + [rows[0][0].temperature] * fillers
             with torch.set_grad_enabled(backward), self.precision.autocast(self.device):
                 if cfg.entropy_coef > 0:
-                    lps, entropies = zip(*sequence_logprobs_and_entropy(self.model, seqs, temperature=temperatures))
-                    entropy = pad_right(list(entropies))[0]
+                    lps, entropies = zip(*sequence_logprobs_and_entropy(self.scorer, seqs, temperature=temperatures))
+                    entropy = pad_right(list(entropies[:len(chunk)]))[0] if chunk else None
                 else:
-                    lps, entropy = sequence_logprobs(self.model, seqs, temperature=temperatures), None
+                    lps, entropy = sequence_logprobs(self.scorer, seqs, temperature=temperatures), None
+            filler_loss = sum((0.0 * lp.sum() for lp in lps[len(chunk):]), torch.zeros(()))
+            lps = lps[:len(chunk)]
+            if not chunk:
+                if backward:
+                    filler_loss.backward()
+                continue
             lp, mask = pad_right(list(lps))
             old, _ = pad_right([torch.tensor(r[0].logprobs, dtype=torch.float32, device=lp.device) for r in chunk])
             adv = torch.tensor([r[1] for r in chunk], dtype=torch.float32, device=lp.device)
@@ -215,7 +250,7 @@ class Learner:
                               clip_eps=cfg.clip_eps, normalizer=1.0,  # a token sum: divided in finish()
                               entropy_coef=cfg.entropy_coef)
             if backward:
-                out.loss.backward()
+                (out.loss + filler_loss.to(out.loss.device)).backward()
                 acc.backward = True
             acc.signal = acc.signal or signal
             if "entropy_mean" in out.metrics:
@@ -261,24 +296,30 @@ class Learner:
             acc.sampler_lp.append(torch.tensor(rows[i][0].logprobs, dtype=torch.float32))
             acc.keys.append(rows[i][2])
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm if cfg.max_grad_norm else float("inf"))
+        if hasattr(grad_norm, "full_tensor"):  # a DTensor: the norm over every rank's shards
+            grad_norm = grad_norm.full_tensor()
         # Every loss term is scaled by an advantage: with all 0 the gradient is 0, and Adam's momentum alone would
         # still move the weights.
-        skip = cfg.skip_no_signal and not acc.signal
-        if not skip and acc.backward:
+        signal, backward = all_reduce([float(acc.signal), float(acc.backward)], self.shards, "max")
+        skip = cfg.skip_no_signal and not signal
+        if not skip and backward:
             self.optimizer.step()
         metrics["optimizer/skipped_no_signal"] = float(skip)
         self.version += 1
         self.model.eval()
         self._remember()
-        metrics.update({"loss": acc.loss_sum / max(total_tokens, 1), "grad_norm": float(grad_norm),
+        loss_sum, ratios, changed, capped, entropy_sum = all_reduce(
+            [acc.loss_sum, sum(acc.ratio_means), sum(acc.changed), acc.capped, acc.entropy_sum], self.shards)
+        [ratio_max] = all_reduce([max(acc.ratio_max, default=-math.inf)], self.shards, "max")
+        metrics.update({"loss": loss_sum / max(total_tokens, 1), "grad_norm": float(grad_norm),
                         "tokens": float(total_tokens), "sequences": float(len(rows)),
-                        "is/ratio_mean": sum(acc.ratio_means) / total_tokens, "is/ratio_max": max(acc.ratio_max),
-                        "is/changed_fraction": sum(acc.changed) / total_tokens,
-                        "is/capped_fraction": acc.capped / total_tokens})
+                        "is/ratio_mean": ratios / total_tokens, "is/ratio_max": ratio_max,
+                        "is/changed_fraction": changed / total_tokens, "is/capped_fraction": capped / total_tokens})
         if cfg.entropy_coef > 0:
-            metrics["entropy"] = acc.entropy_sum / max(total_tokens, 1)
-        metrics.update(mismatch_metrics(acc.trainer_lp, acc.sampler_lp, acc.keys))
-        metrics["mismatch/sequences"] = float(len(acc.trainer_lp))
+            metrics["entropy"] = entropy_sum / max(total_tokens, 1)
+        turns = gather(list(zip([lp.cpu() for lp in acc.trainer_lp], acc.sampler_lp, acc.keys)), self.shards)
+        metrics.update(mismatch_metrics([t[0] for t in turns], [t[1] for t in turns], [t[2] for t in turns]))
+        metrics["mismatch/sequences"] = float(len(turns))
         return metrics
 
     def _materialize(self, groups: list[Group]) -> tuple[list[Group], int, int]:
@@ -331,5 +372,6 @@ class Learner:
         return out
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """The weights the samplers get: the model's, in the precision's compute dtype."""
-        return self.precision.published(self.model.state_dict())
+        """The weights the samplers get: the model's, in the precision's compute dtype (sharded: gathered on
+        rank 0, ``{}`` on the others; every rank must call it)."""
+        return self.precision.published(full_state_dict(self.model) if self.shards else self.model.state_dict())

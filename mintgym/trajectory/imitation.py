@@ -25,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from mintgym.action_spaces import ActionSet, action_set_for, build_action
+from mintgym.env import declarations
 from mintgym.policy import Agent, AgentContext
 from mintgym.trajectory.store import iter_run
 from mintgym.trajectory.types import Trajectory
@@ -84,7 +85,8 @@ async def _replay(path: Path, traj: Trajectory, agent: Agent, action_set: Action
         return []
     await agent.start(AgentContext(task_id=traj.task_id, domain=traj.domain, instruction=traj.instruction,
                                    action_set=action_set, screen_size=tuple(steps[0].screen_size),
-                                   max_steps=len(traj.steps), seed=traj.seed))
+                                   max_steps=len(traj.steps), seed=traj.seed,
+                                   screen_hint=declarations.declaration(traj.domain).screen_hint))
     frames = _Frames(path, traj)
     records = []
     for step in steps:

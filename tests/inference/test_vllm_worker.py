@@ -56,3 +56,29 @@ def test_each_chunk_goes_to_the_device_it_is_loaded_on(tmp_path):
     assert load_in_chunks(path, chunks.append, torch.device("meta"), max_bytes=1 << 20) == len(state)
     assert len(chunks) >= 4 and sum(len(c) for c in chunks) == len(state)
     assert all(t.device.type == "meta" and tuple(t.shape) == tuple(state[n].shape) for c in chunks for n, t in c)
+
+
+class Runner:
+    """Stands for vLLM's CPU model runner: ``reload_weights`` records the iterator it was given, consumed."""
+
+    def __init__(self, model):
+        self.model = model
+        self.reloads: list[dict] = []
+
+    def reload_weights(self, weights_iterator=None, weights_path=None, is_checkpoint_format=True):
+        self.reloads.append({"weights": list(weights_iterator), "path": weights_path,
+                             "checkpoint_format": is_checkpoint_format})
+
+
+def test_on_cpu_the_runners_reload_gets_the_file_as_one_iterator(tmp_path):
+    """vLLM's CPU build repacks linear weights once loaded (their parameters left empty): ``load_weights``
+    cannot reach them, its runner's ``reload_weights`` can. It gets every tensor once, in checkpoint format."""
+    path, state = weights_file(tmp_path)
+    worker = WeightUpdateExtension()
+    worker.model_runner = Runner(Model())
+    assert worker.mintgym_load_weights(path, max_bytes=1 << 20) == len(state)
+    [reload] = worker.model_runner.reloads
+    assert reload["checkpoint_format"] is True and reload["path"] is None
+    assert worker.model_runner.model.calls == []  # not the model's own load_weights
+    assert sorted(name for name, _ in reload["weights"]) == sorted(state)
+    assert all(torch.equal(t, state[name]) for name, t in reload["weights"])

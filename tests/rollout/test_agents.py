@@ -36,9 +36,45 @@ def test_vlm_agent_in_training_samples_apart_and_never_retries(tmp_path):
     assert make_episode_agent("vlm", {"temperature": 0.0}, engine, max_new_tokens=32).sampling.max_new_tokens == 32
 
 
-def test_an_unknown_kind_is_one_clear_error():
-    with pytest.raises(ValueError, match=r"unknown rollout agent 'planner' \(answer, vlm\)"):
+def test_an_unknown_kind_is_one_clear_error_naming_the_registered_ones():
+    with pytest.raises(ValueError, match=r"unknown agent 'planner'; choose one of answer, random, scripted, vlm"):
         make_episode_agent("planner", {}, None)
+
+
+def test_a_registered_agent_of_a_package_is_found_by_name_as_a_built_in_is(monkeypatch):
+    """The ``mintgym.agents`` entry points are the one list of agents: one added there (as an installed
+    package's is) is made by the rollout's factory by name, with the rollout's sampling."""
+    import importlib.metadata
+
+    import mintgym.agents
+
+    real = importlib.metadata.entry_points
+
+    def with_mine(**kwargs):
+        found = list(real(**kwargs))
+        if kwargs.get("group") == mintgym.agents.AGENT_GROUP:
+            found.append(importlib.metadata.EntryPoint("echoer", "tests.rollout.test_agents:Echoer",
+                                                       mintgym.agents.AGENT_GROUP))
+        return found
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", with_mine)
+    agent = make_episode_agent("echoer", {"word": "hi"}, None, max_new_tokens=3, temperature=0.5)
+    assert isinstance(agent, Echoer) and (agent.word, agent.max_new_tokens, agent.temperature) == ("hi", 3, 0.5)
+
+
+class Echoer:
+    """A user's agent, registered under the mintgym.agents entry points by the test above."""
+
+    name = "echoer"
+
+    def __init__(self, engine=None, *, word: str, max_new_tokens: int, temperature: float):
+        self.word, self.max_new_tokens, self.temperature = word, max_new_tokens, temperature
+
+    async def start(self, context):
+        pass
+
+    async def act(self, observation):
+        raise NotImplementedError
 
 
 def test_simulated_latency_has_the_mean_it_was_given():
@@ -78,3 +114,21 @@ def test_agent_factory_makes_a_new_agent_each_call():
     make = agent_factory("answer", {"choices": {"pytool": ["0", "1"]}}, None, max_new_tokens=1)
     first, second = make(), make()
     assert first is not second and first.sampling.max_new_tokens == 1
+
+
+def test_an_evaluation_samples_at_its_own_temperature_whatever_the_agent_options_say():
+    """``train.eval_temperature: 0`` with ``agent.options.temperature: 1`` played sampled episodes while
+    final_eval.json reported greedy ones: the options' temperature won."""
+    from mintgym.inference import SamplingParams
+    from mintgym.rollout.agents import with_temperature
+
+    choices = {"choices": {"pytool": ["0", "1"]}}
+    answer = make_episode_agent("answer", with_temperature({**choices, "temperature": 1.0}, 0.0), None,
+                                temperature=0.0)
+    assert answer.sampling.temperature == 0.0
+    sampling = SamplingParams(max_new_tokens=8, temperature=0.9)
+    assert with_temperature({"sampling": sampling}, 0.0)["sampling"] == SamplingParams(max_new_tokens=8,
+                                                                                     temperature=0.0)
+    assert with_temperature({"sampling": {"temperature": 0.9, "top_p": 0.5}}, 0.2)["sampling"] == {
+        "temperature": 0.2, "top_p": 0.5}
+    assert with_temperature({"retries": 0}, 0.0) == {"retries": 0}

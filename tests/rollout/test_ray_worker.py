@@ -391,22 +391,3 @@ async def test_a_worker_moves_to_the_replacement_of_a_dead_env_server(setup, tmp
     finally:
         await worker.close()
         ray.kill(buffer)
-
-
-def test_the_final_evaluation_samples_at_its_own_temperature_whatever_the_agent_options_say(tmp_path):
-    """``train.eval_temperature: 0`` with ``agent.options.temperature: 1`` played sampled episodes while
-    final_eval.json reported greedy ones: the options' temperature won."""
-    from mintgym.inference import SamplingParams
-    from mintgym.rollout.agents import make_episode_agent
-    from mintgym.rollout.ray_worker import _with_temperature
-
-    choices = {"choices": {"pytool": ["0", "1"]}}
-    answer = make_episode_agent("answer", _with_temperature({**choices, "temperature": 1.0}, 0.0), None,
-                                temperature=0.0)
-    assert answer.sampling.temperature == 0.0
-    sampling = SamplingParams(max_new_tokens=8, temperature=0.9)
-    assert _with_temperature({"sampling": sampling}, 0.0)["sampling"] == SamplingParams(max_new_tokens=8,
-                                                                                       temperature=0.0)
-    assert _with_temperature({"sampling": {"temperature": 0.9, "top_p": 0.5}}, 0.2)["sampling"] == {
-        "temperature": 0.2, "top_p": 0.5}
-    assert _with_temperature({"retries": 0}, 0.0) == {"retries": 0}

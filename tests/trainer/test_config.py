@@ -251,3 +251,23 @@ def test_a_mixture_the_schedule_cannot_honour_is_refused_in_one_line_naming_the_
                      {"groups_per_step": 1, "steps": 50, "domain_weights": {"null": 1.0, "pytool": 0.05}},
                      {"groups_per_step": 2, "steps": 100, "domain_weights": {"null": 0.05, "pytool": 1.0}}):
         assert RunConfig.from_dict({**MIXED, "train": honoured}).train.groups_per_step == honoured["groups_per_step"]
+
+
+@pytest.mark.parametrize("override, said", [
+    ("agent.kind=chess", "error: agent: unknown agent 'chess'; choose one of answer, random, scripted, vlm"),
+    ("agent.kind=scripted", "error: agent: kind 'scripted' does not sample from an inference engine"),
+    ("agent.options.blnd=true", "error: agent: options.blnd: not an option of AnswerAgent (its options: choices, "),
+    ("engine.options.max_batch_size=lots", "error: engine: options.max_batch_size: Input should be a valid integer"),
+])
+def test_the_agent_and_engine_and_their_options_are_checked_by_their_own_code(tmp_path, override, said):
+    """Through `mintgym train`: the agent kind is looked up in the one registry of agents (the mintgym.agents
+    entry points), and agent and engine options are checked against the constructors that take them, in one
+    line, before anything starts (the run folder is not even made)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "mintgym.cli", "train", "--config", "examples/quickstart.yaml",
+                           "--out", str(tmp_path / "run"), override], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2], check=False)
+    assert proc.returncode == 2 and proc.stderr.startswith(said) and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "run").exists()

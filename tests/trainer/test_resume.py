@@ -147,8 +147,12 @@ def _run(config: Path, out: Path, *args: str) -> str:
 
 
 def _checkpoint(out: Path, step: int, *names: str) -> dict[str, Any]:
+    """The trainer's files of a checkpoint (``model``: the weights of its model folder, as saved)."""
+    from safetensors.torch import load_file
+
     folder = out / "checkpoints" / f"step-{step:06d}"
-    return {name: torch.load(folder / f"{name}.pt", weights_only=True) for name in names}
+    return {name: load_file(folder / "model.safetensors") if name == "model"
+            else torch.load(folder / f"{name}.pt", weights_only=True) for name in names}
 
 
 def _losses(out: Path) -> dict[int, float]:

@@ -8,20 +8,24 @@ import shutil
 import urllib.parse
 from pathlib import Path
 
-from mintgym.environments.desktop.osworld import files
 from mintgym.environments.desktop import accessibility
+from mintgym.environments.desktop.osworld import files
 from mintgym.environments.desktop.osworld.getters import GETTERS
+from mintgym.environments.desktop.osworld.loader import OSWorldSpec, Step
+from mintgym.environments.desktop.osworld.metrics import METRICS, ROUTES, missing_library
+from mintgym.environments.desktop.osworld.steps import (
+    CONTROLLER_HELPERS,
+    SUPPORTED_STEPS,
+    is_local_url,
+    preinstalled_apt,
+    program_of,
+)
 from mintgym.environments.desktop.osworld.tree_getters import TREE_GETTERS
 
 #: OSWorld getters MintGym leaves out, and why.
 UNAVAILABLE_GETTERS = {
     "googledrive_file": "needs your own Google account (OSWorld's settings.yml credentials)",
 }
-from mintgym.environments.desktop.osworld.loader import OSWorldSpec, Step
-from mintgym.environments.desktop.osworld.metrics import METRICS, ROUTES
-from mintgym.environments.desktop.osworld.steps import (CONTROLLER_HELPERS, SUPPORTED_STEPS, is_local_url, preinstalled_apt,
-                                         program_of)
-
 SESSION_HELPERS = {"python", "python3", "google-chrome", "mintgym-terminal"}
 #: Needs no check of ours can see from the JSON alone.
 KNOWN_BLOCKERS = {
@@ -45,6 +49,21 @@ def _session_reaches(url: str) -> bool:
 
 def _steps(spec: OSWorldSpec) -> list[Step]:
     return list(spec.config) + list(spec.evaluator.postconfig)
+
+
+def metric_unavailable(spec: OSWorldSpec) -> str | None:
+    """Why one of the task's metrics cannot run here (None when all can): not exposed, desktop-env missing,
+    or a library the metric needs left out (``metrics.NEEDS``)."""
+    for func in () if spec.evaluator.infeasible else spec.evaluator.funcs:
+        if func not in METRICS:
+            if ROUTES.get(func) == "desktop-env":
+                return (f"metric {func!r} is OSWorld's own code from desktop-env, which is not installed "
+                        "(see README, OSWorld scoring)")
+            return f"metric {func!r} is not implemented offline"
+        library = missing_library(func)
+        if library:
+            return f"metric {func!r} needs {library!r}, which is not installed (see README, OSWorld scoring)"
+    return None
 
 
 def why_unavailable(spec: OSWorldSpec) -> str | None:
@@ -98,12 +117,9 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
                     reason = files.reference_availability(str(url), str(dest), spec.id)
                     if reason:
                         return reason.replace("downloads its files", "its reference files come")
-    for func in () if ev.infeasible else ev.funcs:
-        if func not in METRICS:
-            if ROUTES.get(func) == "desktop-env":
-                return (f"metric {func!r} is OSWorld's own code from desktop-env, which is not installed "
-                        "(see README, OSWorld scoring)")
-            return f"metric {func!r} is not implemented offline"
+    reason = metric_unavailable(spec)
+    if reason:
+        return reason
     if "{CLIENT_PASSWORD}" in text or re.search(r"\bsudo\b", text):
         return "needs sudo (the session user is unprivileged)"
     for schema in set(re.findall(r"gsettings (?:get|set|reset) ([\w.]+)", text)):

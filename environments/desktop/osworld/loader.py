@@ -90,6 +90,15 @@ def use_root(path: str | Path) -> Path:
     return root
 
 
+def root_option(path: str | Path | None) -> None:
+    """``--osworld-root``: use ``path`` from now on (:func:`use_root`); without one, check ``$MINTGYM_OSWORLD_ROOT``
+    if it is set, so a wrong one fails before anything starts. :class:`OSWorldRootError` names the problem."""
+    if path is not None:
+        use_root(path)
+    elif os.environ.get(ROOT_VARIABLE):
+        check_root(os.environ[ROOT_VARIABLE])
+
+
 def osworld_root() -> Path | None:
     """The evaluation_examples folder in use (see the module docstring); None when there is none."""
     explicit = os.environ.get(ROOT_VARIABLE)

@@ -3,8 +3,8 @@
 Each metric gets at least five cases: identical inputs, clearly different ones, None, a missing file, and
 whitespace/case/encoding edges, plus every option the bundled OSWorld tasks pass it. :mod:`.metric_diff`
 runs them against desktop-env's functions. An ``own`` metric is compared with desktop-env's function of
-the same name, or, where desktop-env 1.0.2 has none, with its structural twin (``reference``, with the
-inputs renamed for it).
+the same name, or, where desktop-env 1.0.2 has none, with the OSWorld repository's own function
+(``Case.official``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mintgym.environments.desktop.osworld.metric_cases_extra import EXTRA_GROUPS
+from mintgym.environments.desktop.osworld.metric_cases_media import MEDIA_GROUPS
+from mintgym.environments.desktop.osworld.metric_cases_office import OFFICE_GROUPS
 from mintgym.environments.desktop.osworld.metric_inputs import Case, Files
 
 
@@ -378,17 +380,15 @@ def _vlc(f: Files) -> list[Case]:
         Case(oi, "missing file", (f.missing, {key: 0})),
         Case(oi, "string vs int", (rc("o5", "one-instance-when-started-from-file=0"), {key: "0"})),
     ]
-    pe = "check_play_and_exit"
+    pe = "check_play_and_exit"  # newer than desktop-env 1.0.2: OSWorld's repository is the reference
     for i, (lines, expected, label) in enumerate([
             (["play-and-exit=0"], 0, "set 0"), (["play-and-exit=1"], 0, "set 1"), ([], 0, "default 0"),
             (["#play-and-exit=1"], 0, "commented line counts"), (["play-and-exit=0 "], "0", "string, spaces"),
             (["play-and-exit=1", "#play-and-exit=0"], 1, "last line wins")]):
-        path = rc(f"pe{i}", *lines)
-        twin = f.text(f"pe{i}.twin", Path(path).read_text().replace("play-and-exit=", "qt-minimal-view="))
-        cases.append(Case(pe, label, (path, {"expected_play_and_exit": expected}), reference="check_qt_minimal_view",
-                          ref_args=(twin, {"expected_qt_minimal_view": expected})))
-    cases.append(Case(pe, "missing file", (f.missing, {"expected_play_and_exit": 0}), reference="check_qt_minimal_view",
-                      ref_args=(f.missing, {"expected_qt_minimal_view": 0})))
+        cases.append(Case(pe, label, (rc(f"pe{i}", *lines), {"expected_play_and_exit": expected}), official="vlc"))
+    cases.append(Case(pe, "missing file", (f.missing, {"expected_play_and_exit": 0}), official="vlc"))
+    cases.append(Case(pe, "not UTF-8", (f.text("pe_l1", "# caf\xe9\nplay-and-exit=1\n", "latin-1"),
+                                        {"expected_play_and_exit": 1}), official="vlc"))
 
     def status(name: str, state: str, **meta: str) -> str:
         info = "".join(f'<info name="{k}">{v}</info>' for k, v in meta.items())
@@ -466,7 +466,7 @@ def _vscode(f: Files) -> list[Case]:
 
 
 GROUPS: tuple[Callable[[Files], list[Case]], ...] = (_general, _chrome, _docs, _gimp, _basic_os, _slides, _table,
-                                                       _vlc, _vscode, *EXTRA_GROUPS)
+                                                       _vlc, _vscode, *EXTRA_GROUPS, *OFFICE_GROUPS, *MEDIA_GROUPS)
 
 
 def build_cases(root: Path) -> list[Case]:

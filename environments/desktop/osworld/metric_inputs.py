@@ -1,5 +1,5 @@
 """Inputs for the differential metric cases: the :class:`Case` record and real files written on the spot
-(xlsx, docx, pptx, pdf, png, wav, xcu, vlcrc, json, csv, txt)."""
+(xlsx, docx, odt, pptx, pdf, png, wav, mp3, epub, avi, zip, tar.gz, xcu, vlcrc, json, csv, txt)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,9 @@ class Case:
     label: str
     args: tuple
     kwargs: dict = field(default_factory=dict)
-    #: desktop-env function to compare with when it is not ``metric`` (own metrics without a namesake).
-    reference: str | None = None
-    ref_args: tuple | None = None
-    ref_kwargs: dict | None = None
+    #: For own metrics newer than desktop-env 1.0.2: the OSWorld repository's metric module (``"gimp"``) whose
+    #: function of the same name is the reference (otherwise desktop-env's function of that name is).
+    official: str | None = None
 
 
 class Files:
@@ -150,3 +149,95 @@ class Files:
         return self.text(name, f'<?xml version="1.0" encoding="UTF-8"?>\n<oor:items xmlns:oor="{OOR}">'
                                f'<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="X">'
                                f'<value>1</value></prop></item>{item}</oor:items>\n')
+
+    def pptx_with(self, name: str, build: Callable[[Any], None]) -> str:
+        """A pptx made by ``build(presentation)`` (python-pptx), for what :meth:`pptx` does not cover."""
+        from pptx import Presentation
+
+        prs = Presentation()
+        build(prs)
+        prs.save(self.root / name)
+        return self.path(name)
+
+    def odt(self, name: str, paragraphs: list[tuple[str, str | None]]) -> str:
+        """An OpenDocument text (odfpy): each paragraph one span, with that background colour (or none)."""
+        from odf.opendocument import OpenDocumentText
+        from odf.style import Style, TextProperties
+        from odf.text import P, Span
+
+        doc = OpenDocumentText()
+        for i, (text, colour) in enumerate(paragraphs):
+            para = P()
+            if colour is None:
+                para.addElement(Span(text=text))
+            else:
+                style = Style(name=f"T{i}", family="text")
+                style.addElement(TextProperties(backgroundcolor=colour))
+                doc.automaticstyles.addElement(style)
+                para.addElement(Span(stylename=style, text=text))
+            doc.text.addElement(para)
+        doc.save(str(self.root / name))
+        return self.path(name)
+
+    def mp3(self, name: str, tags: dict[str, str]) -> str:
+        """Silent MPEG-1 Layer III frames with these ID3 tags (mutagen's EasyID3 keys: title, artist ...)."""
+        from mutagen.easyid3 import EasyID3
+
+        frame = b"\xff\xfb\x90\x64" + bytes(413)  # 128 kbit/s, 44.1 kHz: 417 bytes a frame
+        (self.root / name).write_bytes(frame * 20)
+        if tags:
+            id3 = EasyID3()
+            for key, value in tags.items():
+                id3[key] = value
+            id3.save(self.root / name)
+        return self.path(name)
+
+    def epub(self, name: str, chapters: dict[str, str], identifier: str = "urn:uuid:1") -> str:
+        """An EPUB (zip) with content.opf, toc.ncx and one XHTML page per chapter."""
+        opf = (f'<?xml version="1.0"?>\n<package xmlns="http://www.idpf.org/2007/opf" version="2.0">\n'
+               f'<metadata><dc:title xmlns:dc="http://purl.org/dc/elements/1.1/">Book</dc:title>\n'
+               f'<dc:identifier xmlns:dc="http://purl.org/dc/elements/1.1/">{identifier}</dc:identifier>\n'
+               f'</metadata>\n</package>\n')
+        ncx = ('<?xml version="1.0"?>\n<ncx xmlns="http://www.daisy.org/z3986/2005/ncx/">\n<navMap>\n'
+               + "".join(f'<navPoint id="{c}"><text>{c}</text></navPoint>\n' for c in chapters) + "</navMap>\n</ncx>\n")
+        members = {"mimetype": b"application/epub+zip", "content.opf": opf.encode(), "toc.ncx": ncx.encode()}
+        members |= {f"{c}.html": f"<html><body>\n<h1>{c}</h1>\n<p>{text}</p>\n</body></html>".encode()
+                    for c, text in chapters.items()}
+        return self.zip(name, members)
+
+    def video(self, name: str, shades: list[int], size: tuple[int, int] = (64, 48), moving: bool = False) -> str:
+        """An MJPEG AVI (OpenCV), one frame per shade: a grey field with a white square (moving if asked)."""
+        import cv2
+        import numpy as np
+
+        width, height = size
+        out = cv2.VideoWriter(str(self.root / name), cv2.VideoWriter_fourcc(*"MJPG"), 10, (width, height))
+        for i, shade in enumerate(shades):
+            frame = np.full((height, width, 3), shade, np.uint8)
+            x = (i * 7) % (width - 16) if moving else 8
+            frame[8:24, x:x + 16] = 255
+            out.write(frame)
+        out.release()
+        return self.path(name)
+
+    def tar(self, name: str, members: dict[str, bytes]) -> str:
+        """A gzipped tar of these members."""
+        import io
+        import tarfile
+
+        with tarfile.open(self.root / name, "w:gz") as archive:
+            for member, data in members.items():
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return self.path(name)
+
+    def image(self, name: str, build: Callable[[Any], None], size: tuple[int, int] = (64, 64),
+              mode: str = "RGB", colour: Any = (255, 255, 255)) -> str:
+        """An image drawn by ``build(ImageDraw)`` on a plain background (Pillow), saved by its suffix."""
+        from PIL import Image, ImageDraw
+
+        img = Image.new(mode, size, colour)
+        build(ImageDraw.Draw(img))
+        img.save(self.root / name)
+        return self.path(name)

@@ -188,11 +188,14 @@ def test_metric_definitions():
 def test_bad_rows_name_the_problem():
     with pytest.raises(ValueError, match=r"missing columns \['action_uid', 'confirmed_task', 'operation'"):
         step_from_row({"annotation_id": "a"}, "test_task row 3")
-    row = {"annotation_id": "a", "action_uid": "b", "confirmed_task": "t", "operation": '{"op": "CLICK"}',
+    row = {"annotation_id": "a", "action_uid": "b", "confirmed_task": "t",
+           "operation": '{"op": "CLICK", "value": ""}',
            "pos_candidates": ["{not json"], "neg_candidates": [], "action_reprs": [], "target_action_index": "0",
            "screenshot": None}
     with pytest.raises(ValueError, match="row 3: candidate is not valid JSON"):
         step_from_row(row, "row 3")
+    with pytest.raises(ValueError, match="row 3: operation must hold 'op' and 'value'"):
+        step_from_row(dict(row, operation='{"op": "CLICK"}'), "row 3")
     with pytest.raises(FileNotFoundError, match="no test_domain-"):
         list(iter_steps(SEEACT, "test_domain"))
 
@@ -214,6 +217,9 @@ def test_mintgym_eval_runs_the_split_with_the_vlm_agent_and_report_prints_the_pa
     assert json.loads(saved.read_text())["frames"] == ["absolute"]
     report = CliRunner().invoke(app, ["report", "mind2web", "--results", str(saved)])
     assert report.exit_code == 0 and "Ele. Acc" in report.output and "100.0" in report.output
+    bad = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "other"), "--suite-option", "bogus=1"])
+    assert bad.exit_code == 2 and "mind2web-test-task has no suite option 'bogus'" in bad.output
+    assert not (tmp_path / "other").exists()
 
 
 def test_a_split_folder_is_resumed_only_by_the_run_that_made_it(data, tmp_path):
@@ -240,3 +246,87 @@ def test_a_split_folder_is_resumed_only_by_the_run_that_made_it(data, tmp_path):
     with pytest.raises(MintGymError, match=r"test_task was made by --data /d; this run is --data /e"):
         run_split(steps, lambda: agent, tmp_path / "d", "test_task", dataset="/e")
     assert agent.seen == []
+
+
+TYPE_KEY = "derived-type-step"
+CLICK_KEY = "c69cbea4-7231-42f7-b5fc-e0fac8f781e9"
+
+
+def _run(data, out, type_answers, click_answers=("click(x=633, y=623)", "done()"), **options):
+    from mintgym.evals.mind2web.harness import run_suite
+
+    agent = Answers({TYPE_KEY: list(type_answers), CLICK_KEY: list(click_answers)})
+    table = run_suite("mind2web-test-task", data=data, make_agent=lambda: agent, out=out,
+                      suite_options={k: str(v) for k, v in options.items()})
+    return table, json.loads((out / "test_task" / "results.json").read_text())
+
+
+@pytest.mark.parametrize(("answer", "said", "f1"), [('select(text="wedding photographer")', "SELECT wedding photographer", 2 / 3),
+                                                   ('type(text="")', "TYPE", 0.5)])
+def test_the_agent_chooses_its_operation_select_and_empty_type_included(data, tmp_path, answer, said, f1):
+    _, results = _run(data, tmp_path, ["click(x=290, y=623)", answer])
+    typed = results["steps"][0]
+    assert typed["predicted_operation"] == said and typed["element_correct"] and typed["op_f1"] == pytest.approx(f1)
+
+
+def test_a_type_without_a_click_names_no_element_and_scores_nothing(data, tmp_path):
+    _, results = _run(data, tmp_path, ['type(text="wedding photographer")'])
+    typed = results["steps"][0]
+    assert (typed["element_correct"], typed["op_f1"], typed["official_prediction"]) == (False, 0.0, [typed["key"], "", ""])
+    assert typed["seeclick"] == {"Ele_match": False, "Op_match": True, "Op_F1": [0, 3]}
+
+
+def test_the_top_k_cut_and_the_official_files(data, tmp_path):
+    # the real row's candidates carry the ranker's ranks: its positive ranks 2; the derived TYPE target ranks 10
+    table, results = _run(data, tmp_path, ["click(x=290, y=623)", 'type(text="wedding photographer")'], top_k=3)
+    cut, clicked = results["steps"]
+    assert not cut["reached_model"] and cut["op_f1"] == 0 and clicked["step_success"]
+    folder = tmp_path / "test_task"
+    assert json.loads((folder / "test_task_predictions_top3.json").read_text()) == [
+        [cut["key"], "", ""], [clicked["key"], "8635", "CLICK "]]
+    official = json.loads((folder / "test_task_results_top3.json").read_text())
+    assert official["element_acc"] == 0.5 and official["marco_step_acc"] == 0.5 and official["error_ratio"] == {"1": 1.0}
+    assert table.startswith("Mind2Web, official multiple-choice protocol") and "50.0" in table
+    rescored = CliRunner().invoke(app, ["report", "mind2web", "--predictions", str(folder / "test_task_predictions_top3.json"),
+                                        "--data", str(data), "--split", "test_task", "--top-k", "3"])
+    assert rescored.exit_code == 0 and rescored.output.strip() == table, rescored.output
+    neither = CliRunner().invoke(app, ["report", "mind2web"])
+    assert neither.exit_code == 2 and "give --results, or --predictions with --data and --split" in neither.output
+
+
+def test_a_ranks_file_cuts_what_it_ranks_low(data, tmp_path):
+    steps = list(iter_steps(data, "test_task"))
+    ranks = {s.key: {c.backend_node_id: (60 if c.positive and s.action_uid == CLICK_KEY else 0) for c in s.candidates}
+             for s in steps}
+    (tmp_path / "ranks.json").write_text(json.dumps({"scores": {}, "ranks": ranks}))
+    _, results = _run(data, tmp_path / "run", ["click(x=290, y=623)", 'type(text="wedding photographer")'],
+                      scores=tmp_path / "ranks.json")
+    assert [r["reached_model"] for r in results["steps"]] == [True, False]
+    assert results["ranks"] == str(tmp_path / "ranks.json") and results["metrics"]["micro"]["step_sr"] == 0.5
+    assert results["metrics"]["step_sr"] == 1.0  # the cut last step is left out of the macro figures, as officially
+
+
+def test_suite_options_are_checked(data, tmp_path):
+    with pytest.raises(ValueError, match=r"mind2web-test-task has no suite option 'bogus'; its options: protocol, scores"):
+        _run(data, tmp_path, [], bogus=1)
+    with pytest.raises(ValueError, match=r"suite option protocol: Input should be 'official' or 'seeclick'"):
+        _run(data, tmp_path, [], protocol="pixel")
+    assert not (tmp_path / "test_task").exists()
+
+
+def test_the_seeclick_protocol_headlines_its_own_figures(data, tmp_path):
+    table, results = _run(data, tmp_path, ["click(x=290, y=623)", 'type(text="WEDDING photographer")'],
+                          protocol="seeclick")
+    assert table.splitlines()[0] == "Mind2Web, SeeClick's protocol (njucckevin/SeeClick agent_tasks/mind2web_test.py)"
+    s = results["seeclick"]
+    assert s["Element Acc"] == 1.0 and s["Step Success"] == 1.0 and s["Operation F1 cate"] == [1.0, None, 1.0]
+    assert s["Operation F1"] is None  # no SELECT step: SeeClick's mean over op types is NaN
+    assert results["metrics"]["op_f1"] == pytest.approx((2 / 3 + 1) / 2)  # case-sensitive officially
+    saved = tmp_path / "test_task" / "results.json"
+    report = CliRunner().invoke(app, ["report", "mind2web", "--results", str(saved), "--protocol", "seeclick"])
+    assert report.exit_code == 0 and "Ep. SR" in report.output and "100.0" in report.output
+    official = CliRunner().invoke(app, ["report", "mind2web", "--results",
+                                        str(tmp_path / "test_task" / "test_task_results_top50.json")])
+    assert official.exit_code == 0 and "official multiple-choice" in official.output, official.output
+    bad = CliRunner().invoke(app, ["report", "mind2web", "--results", str(saved), "--protocol", "pixel"])
+    assert bad.exit_code == 2 and "unknown Mind2Web protocol 'pixel'" in bad.output

@@ -47,9 +47,12 @@ def test_a_live_task_on_a_loopback_site_writes_the_official_result(tmp_path, ser
     url = serve_app(site()) + "/"
     task = OnlineTask("loopback-task", "Open the overview of submissions.", url, "easy")
     [folder] = run_live([task], Clicker, tmp_path, allow_internet=True, max_steps=5)
-    result, images = read_result(folder)
+    result = json.loads((folder / "result.json").read_text())
     assert result["task_id"] == "loopback-task" and result["final_result_response"] == "the overview is open"
-    assert result["action_history"] == ["click(x=250, y=150)", 'done(answer="the overview is open")']
+    assert result["action_history"] == ["click(x=250, y=150)"]  # factual actions only: the answer stays out
+    judged = read_result(folder)
+    assert judged.schema_version == "v1" and judged.action_history == result["action_history"]
+    images = judged.screenshots
     first, last = (np.asarray(Image.open(p).convert("RGB")) for p in (images[0], images[-1]))
     assert first.shape == (720, 1280, 3) and tuple(first[150, 250]) == (0, 0, 255)  # the link, before
     assert tuple(last[400, 640]) == (255, 0, 0)  # the overview page, after the click

@@ -8,7 +8,14 @@ import random
 from pathlib import Path
 
 import pytest
-from mintgym.evals.online_mind2web.report import load_human_labels, load_verdicts, success_rates
+from mintgym.evals.online_mind2web.report import (
+    AUTHORS_JSONL,
+    UNLABELLED,
+    load_human_labels,
+    load_verdicts,
+    success_rates,
+    verdict_sources,
+)
 from mintgym.evals.online_mind2web.results import load_tasks
 from typer.testing import CliRunner
 
@@ -87,11 +94,13 @@ def test_judge_verdicts_as_folders_or_jsonl(tmp_path):
         (tmp_path / "run" / task_id / "judge.json").write_text(json.dumps({"task_id": task_id,
                                                                            "predicted_label": int(i % 2 == 0)}))
     assert load_verdicts(tmp_path / "run") == {ids[0]: 1, ids[1]: 0, ids[2]: 1, ids[3]: 0}
+    assert verdict_sources(tmp_path / "run") == [UNLABELLED]
     (tmp_path / "auto_eval.jsonl").write_text("\n".join(json.dumps({"task_id": t, "predicted_label": 1}) for t in ids))
     result = CliRunner().invoke(app, ["report", "online-mind2web", "--verdicts", str(tmp_path / "auto_eval.jsonl"),
                                       "--tasks", str(V1), "--agent", "mine"])
     assert result.exit_code == 0, result.output
     assert next(line for line in result.output.splitlines() if line.startswith("mine")).split()[5] == "100.0"
+    assert f"WebJudge prompts: {AUTHORS_JSONL}" in result.output
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):

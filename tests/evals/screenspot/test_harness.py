@@ -168,8 +168,9 @@ def test_a_model_answering_in_another_frame_than_declared_is_scored_wrong(tmp_pa
     samples = load_screenspot(tmp_path / "data")
     model = TargetModel({s.instruction: s.bbox for s in samples}, (1280, 800), "norm1000")
     results = run_screenspot(samples, lambda: VLMAgent(model, frame="absolute"), tmp_path / "run")
-    # (640, 400) lands outside the first box; (22, 960) is off the 800-pixel-high screen: refused, no point
-    assert [r["correctness"] for r in results["details"]] == ["wrong", "wrong_format"]
+    # (640, 400) lands outside the first box; (22, 960) is off the 800-pixel-high screen: a point, so wrong
+    assert [r["correctness"] for r in results["details"]] == ["wrong", "wrong"]
+    assert results["details"][1]["model_point"] == [22, 960] and results["details"][1]["frame"] == "absolute"
     assert "off the screen" in results["details"][1]["error"]
 
 
@@ -249,3 +250,88 @@ def test_a_run_with_another_agent_or_sample_set_is_refused_and_force_starts_afre
     assert len(again["details"]) == 1 and len(model.shown) == 3
     [aside] = [p for p in tmp_path.iterdir() if p.name.startswith("run.before-")]
     assert {p.name: p.read_bytes() for p in aside.iterdir()} == before
+
+
+class FixedAnswers(TargetModel):
+    """A scripted model: the answer whose key occurs in the prompt's text (the instruction)."""
+
+    def __init__(self, answers: dict[str, str]):
+        self.answers = answers
+
+    def generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        texts = [" ".join(p.get("text", "") for m in req.messages if isinstance(m["content"], list)
+                          for p in m["content"] if p.get("type") == "text") for req in requests]
+        return [Generation(next(a for key, a in self.answers.items() if key in text), None, None, None, None, "stop")
+                for text in texts]
+
+
+def _border_layout(root: Path) -> None:
+    """Two 1000x800 samples whose box's right edge is at x = 300 px, and one 3000x2000 with its box on the right border."""
+    (root / "annotations").mkdir(parents=True)
+    common = {"application": "vscode", "platform": "windows", "group": "Dev", "ui_type": "text"}
+    rows = [{"img_filename": "a.png", "bbox": [250, 300, 300, 340], "img_size": [1000, 800], "instruction": "save",
+             "instruction_cn": "保存", "id": "s0", **common},
+            {"img_filename": "a.png", "bbox": [250, 300, 300, 340], "img_size": [1000, 800], "instruction": "open",
+             "instruction_cn": "打开", "id": "s1", **common},
+            {"img_filename": "b.png", "bbox": [2950, 900, 3000, 960], "img_size": [3000, 2000], "instruction": "close",
+             "instruction_cn": "关闭", "id": "s2", **common}]
+    (root / "annotations" / "vscode_windows.json").write_text(json.dumps(rows, ensure_ascii=False))
+    _png(root / "images" / "a.png", (1000, 800))
+    _png(root / "images" / "b.png", (3000, 2000))
+
+
+def test_the_models_own_numbers_decide_at_box_borders(tmp_path):
+    _border_layout(tmp_path / "data")
+    samples = load_screenspot(tmp_path / "data")
+    relative = FixedAnswers({"save": "click(x=0.3002, y=0.4)", "open": "click(x=0.3, y=0.4)", "close": "click(x=1.0, y=0.465)"})
+    results = run_screenspot(samples, lambda: VLMAgent(relative, frame="relative"), tmp_path / "rel")
+    # 0.3002 is past the edge at 0.3 (pixel 300 after rounding would be inside); 1.0 is the right border, inside
+    assert [r["correctness"] for r in results["details"]] == ["wrong", "correct", "correct"]
+    assert results["details"][0]["model_point"] == [0.3002, 0.4] and results["details"][0]["frame"] == "relative"
+    # Qwen2.5-VL: x = the resized width (2996 for 3000 px) is the image's right border: inside, as officially
+    qwen = FixedAnswers({"save": "click(x=1, y=1)", "open": "click(x=1, y=1)", "close": "click(x=2996, y=925)"})
+    results = run_screenspot(samples, lambda: VLMAgent(qwen, frame="resized_absolute"), tmp_path / "qwen")
+    assert results["details"][2]["frame"] == "resized_absolute:2996x1988"
+    # the agent's pixel frame refuses x = 2996 (its pixels run 0..2995); the official test counts the point
+    assert results["details"][2]["correctness"] == "correct" and "outside the image" in results["details"][2]["error"]
+    rescored = CliRunner().invoke(app, ["report", "screenspot", "--predictions", str(tmp_path / "qwen" / "results.json")])
+    assert rescored.exit_code == 0 and "3/3 match the stored correctness" in rescored.output
+
+
+def test_negative_ground_truth_styles_and_languages_run_from_the_cli(tmp_path, serve_app):
+    _border_layout(tmp_path / "data")
+    server = serve_app(scripted_model_server())
+    answers = ["done(success=False)", "click(x=0.28, y=0.4)", "I am not sure"]
+    httpx.post(f"{server}/control/neg", json=answers * 2).raise_for_status()
+    args = ["eval", "--suite", "screenspot-pro", "--data", str(tmp_path / "data"), "--agent", "vlm", "--engine",
+            "openai", "--base-url", f"{server}/script-neg/v1", "--frame", "relative", "--out", str(tmp_path / "run"),
+            "--suite-option", "gt_type=negative", "--suite-option", "inst_style=instruction,action"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    details = json.loads((tmp_path / "run" / "results.json").read_text())["details"]
+    assert [(d["instruction_style"], d["gt_type"], d["result"], d["correctness"]) for d in details] == [
+        (style, "negative", result, verdict) for style in ("instruction", "action")
+        for result, verdict in (("negative", "correct"), ("positive", "wrong"), ("wrong_format", "wrong_format"))]
+    assert len({d["key"] for d in details}) == 6
+    asked = httpx.get(f"{server}/control/requests").json()
+    assert "done(success=False) instead of clicking" in json.dumps(asked[0])
+    cn = CliRunner().invoke(app, [*args[:-2], "--suite-option", "language=cn"])
+    assert cn.exit_code == 2 and "language cn goes only with inst_style=instruction and gt_type=positive" in cn.output
+    bad = CliRunner().invoke(app, [*args[:-4], "--suite-option", "gt_type=maybe"])
+    assert bad.exit_code == 2 and "maybe is not one of positive, negative or 'all'" in bad.output
+    v1 = CliRunner().invoke(app, ["eval", "--suite", "screenspot", "--data", str(tmp_path / "data"), "--agent", "vlm",
+                                  "--engine", "openai", "--base-url", f"{server}/script-neg/v1", "--out",
+                                  str(tmp_path / "v1"), "--suite-option", "gt_type=negative"])
+    assert v1.exit_code == 2 and "screenspot has no suite option 'gt_type'" in v1.output
+
+
+def test_chinese_instructions_and_one_sample_per_id(tmp_path):
+    _border_layout(tmp_path / "data")
+    samples = load_screenspot(tmp_path / "data", lang="cn")
+    assert [s.instruction for s in samples] == ["保存", "打开", "关闭"] and samples[0].key == "s0|instruction|positive|cn"
+    model = FixedAnswers({"保存": "click(x=0.27, y=0.4)", "打开": "click(x=0.27, y=0.4)", "关闭": "click(x=0.99, y=0.46)"})
+    results = run_screenspot(samples, lambda: VLMAgent(model, frame="relative"), tmp_path / "run")
+    assert [r["correctness"] for r in results["details"]] == ["correct"] * 3
+    assert all(r["lang"] == "cn" for r in results["details"])
+    with pytest.raises(ValueError, match="two samples are one sample 's0"):
+        run_screenspot([samples[0], samples[0]], lambda: VLMAgent(model, frame="relative"), tmp_path / "dup")

@@ -11,10 +11,12 @@ from mintgym.evals.screenspot.scoring import (
     agreement,
     classify,
     metrics,
+    negative_verdict,
     pro_breakdowns,
     read_results,
     rescore,
     split_table,
+    stored_verdicts,
 )
 from typer.testing import CliRunner
 
@@ -24,23 +26,46 @@ DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 PRO_RESULTS = DATA / "screenspot" / "screenspot_pro_qwen2vl_results_subset49.json"
 
 
-def test_point_in_box_edges_inclusive_and_no_point_is_wrong_format():
-    box = (10, 20, 30, 40)
-    assert classify((10, 20), box) == "correct"
-    assert classify((30, 40), box) == "correct"
-    assert classify((30.01, 30), box) == "wrong"
-    assert classify((20, 19.99), box) == "wrong"
-    assert classify(None, box) == "wrong_format"
-    # normalized comparison (the Pro script's) agrees with the pixel one away from float ties
-    assert classify((25, 35), box, img_size=(100, 50)) == "correct"
-    assert classify((31, 35), box, img_size=(100, 50)) == "wrong"
+def test_point_in_box_edges_inclusive_in_the_models_frame_and_no_point_is_wrong_format():
+    box, size = (10, 20, 30, 40), (100, 50)
+    assert classify((10, 20), box, size) == "correct"
+    assert classify((30, 40), box, size) == "correct"
+    assert classify((30.01, 30), box, size) == "wrong"
+    assert classify((20, 19.99), box, size) == "wrong"
+    assert classify(None, box, size) == "wrong_format"
+    assert classify((0.3, 0.8), box, size, "relative") == "correct"
+    assert classify((0.3002, 0.8), box, size, "relative") == "wrong"  # no rounding to pixel 30 first
+    assert classify((300, 800), box, size, "normalized_1000") == "correct"
+    assert classify((60, 40), box, size, "resized_absolute:200x100") == "correct"
+    assert classify((-1, 30), box, size) == "wrong"  # a point off the image is wrong, as officially
     with pytest.raises(ValueError, match="point must be"):
-        classify((1, 2, 3), box)
+        classify((1, 2, 3), box, size)
+    with pytest.raises(ValueError, match="unknown coordinate frame 'grid'"):
+        classify((1, 2), box, size, "grid")
+    with pytest.raises(ValueError, match="lacks its resized size"):
+        classify((1, 2), box, size, "resized_absolute")
+
+
+def test_negative_ground_truth_and_stored_points_at_float_ties():
+    assert [negative_verdict(r) for r in ("negative", "positive", None)] == ["correct", "wrong", "wrong_format"]
+    # 1919 * (128 / 1919) stores as 127.99999999999999: inside for the official normalized test
+    p = 128 / 1919
+    assert p * 1919 < 128
+    assert stored_verdicts([p * 1919, 5], (128, 0, 200, 10), (1919, 10)) == {"correct"}
+    assert stored_verdicts([p * 1919, 5], (128, 0, 200, 10), None) == {"correct", "wrong"}
+    assert stored_verdicts([127.9, 5], (128, 0, 200, 10), None) == {"wrong"}
+    assert stored_verdicts(None, (128, 0, 200, 10), None) == {"wrong_format"}
+    [tie] = rescore([{"pred": [p * 1919, 5], "bbox": [128, 0, 200, 10], "correctness": "correct"}])
+    assert tie["correctness"] == "correct" and tie["tie"]
+    [exact] = rescore([{"pred": [122.0, 5], "model_point": [122, 5], "frame": "absolute", "img_size": [1919, 10],
+                        "bbox": [123, 0, 200, 10], "correctness": "correct"}])
+    assert exact["correctness"] == "wrong" and "tie" not in exact
 
 
 def test_rescoring_reproduces_every_stored_correctness_of_the_49_pro_records():
-    records = rescore(read_results(PRO_RESULTS))
-    assert len(records) == 49
+    benchmark, stored = read_results(PRO_RESULTS)
+    records = rescore(stored)
+    assert benchmark == "screenspot-pro" and len(records) == 49
     same, differ = agreement(records)
     assert (same, differ) == (49, [])
     counts = {c: sum(r["correctness"] == c for r in records) for c in ("correct", "wrong", "wrong_format")}
@@ -48,7 +73,7 @@ def test_rescoring_reproduces_every_stored_correctness_of_the_49_pro_records():
 
 
 def test_pro_breakdowns_match_a_hand_count():
-    records = rescore(read_results(PRO_RESULTS))
+    records = rescore(read_results(PRO_RESULTS)[1])
     tables = pro_breakdowns(records)
     overall = tables["overall"]
     assert overall["num_correct_action"] == 19 and overall["num_total"] == 49 and overall["wrong_format_num"] == 6
@@ -63,14 +88,35 @@ def test_pro_breakdowns_match_a_hand_count():
     assert sum(m["num_total"] for m in tables["leaderboard_detailed_style"].values()) == 49
 
 
-def test_split_table_is_seeclicks_form():
+def test_split_table_is_seeclicks_form_with_both_averages():
     rows = [{"platform": "mobile", "ui_type": "text", "correctness": "correct"},
             {"platform": "mobile", "ui_type": "icon", "correctness": "wrong"},
             {"platform": "web", "ui_type": "icon", "correctness": "wrong_format"},
             {"platform": "web", "ui_type": "icon", "correctness": "correct"}]
     table = split_table(rows)
-    assert table == {"mobile_text": 1.0, "mobile_icon": 0.0, "web_icon": 0.5, "average": 0.5, "wrong_format_num": 1}
-    assert metrics([])["action_acc"] == 0.0
+    # SeeClick: an empty cell is 0 and its Average is the mean of the cells; MintGym's is over all samples
+    assert table == {"mobile_text": 1.0, "mobile_icon": 0.0, "web_text": 0, "web_icon": 0.5,
+                     "seeclick_average": 0.375, "average": 0.5, "wrong_format_num": 1}
+    assert metrics([])["action_acc"] == 0
+
+
+def test_pro_tables_count_a_missing_group_as_the_official_code_does():
+    rows = [{"group": "Dev", "application": "vscode", "ui_type": "text", "correctness": "correct"},
+            {"group": None, "application": "excel", "ui_type": "icon", "correctness": "wrong"}]
+    groups = pro_breakdowns(rows)["leaderboard_simple_style"]
+    assert groups["group:Dev"]["num_total"] == 1
+    assert groups["group:None"]["num_total"] == 2  # None filters nothing (eval_screenspot_pro.py:53)
+
+
+def test_results_files_with_one_sample_twice_are_refused(tmp_path):
+    record = {"id": "a", "pred": [1, 2], "bbox": [0, 0, 5, 5], "instruction_style": "instruction",
+              "gt_type": "positive", "lang": "en", "correctness": "correct"}
+    (tmp_path / "r.json").write_text(json.dumps({"details": [record, {**record, "lang": "cn"}, record]}))
+    with pytest.raises(ValueError, match=r"records 0 and 2 are the same sample \('a', 'instruction', 'positive', 'en'\)"):
+        read_results(tmp_path / "r.json")
+    negative = {k: v for k, v in record.items() if k not in ("bbox", "pred")} | {"gt_type": "negative"}
+    (tmp_path / "n.json").write_text(json.dumps([negative]))
+    assert read_results(tmp_path / "n.json") == ("screenspot", [negative])
 
 
 def test_cli_report_screenspot_reproduces_the_file_and_prints_groups():

@@ -57,7 +57,7 @@ def test_unknown_task_is_one_line_and_debug_shows_the_traceback():
     (("eval", "--tasks", "null/echo", "--agent", "vlm", "--model-url", "http://127.0.0.1:9/v1", "--model-retries",
       "0"), "cannot use the model server at http://127.0.0.1:9/v1"),
     (("eval", "--suite", "no-such-suite"), "unknown suite 'no-such-suite'; suites:"),
-    (("eval", "--tasks", "null/echo", "--agent", "scripted", "--model", "m"), "options of the vlm agent"),
+    (("eval", "--tasks", "null/echo", "--agent", "scripted", "--model", "m"), "options of agents that take an engine"),
     (("rollout", "--task", "null/echo", "--agent-option", "x"), "--agent-option wants KEY=VALUE"),
     (("rollout", "--task", "null/echo", "--agent", "vlm"), "the hf engine needs --model PATH"),
     (("rollout", "--task", "null/echo", "--agent", "vlm", "--engine", "hf", "--model", "m", "--token-ids", "on"),

@@ -10,7 +10,7 @@ from mintgym.environments.null import NullHost, NullOptions
 from mintgym.environments.pytool.host import PytoolHost
 from mintgym.environments.pytool.options import PytoolOptions
 
-from mintgym.server.domain_options import AndroidOptions
+from mintgym.environments.android.options import AndroidOptions
 from mintgym.server.options import (
     OptionError,
     check_defaults,

@@ -1,9 +1,24 @@
 """The metric registry: OSWorld's calling convention, clear errors for unknown names, the own metrics."""
 
-import pytest
+import importlib.util
+import io
+import tarfile
+import zipfile
+from pathlib import Path
 
+import pytest
 from mintgym.environments.desktop.osworld import metric_loader
-from mintgym.environments.desktop.osworld.metrics import METRICS, OWN, ROUTES, UnknownMetric, metric, route_reason
+from mintgym.environments.desktop.osworld.availability import why_unavailable
+from mintgym.environments.desktop.osworld.loader import parse_task
+from mintgym.environments.desktop.osworld.metrics import (
+    METRICS,
+    OWN,
+    ROUTES,
+    UnknownMetric,
+    metric,
+    missing_library,
+    route_reason,
+)
 
 
 def test_unknown_name_lists_near_names():
@@ -18,11 +33,45 @@ def test_name_without_any_near_match_says_where_to_look():
         metric("zzzz")
 
 
+def test_a_metric_needing_a_left_out_library_names_it():
+    assert missing_library("compare_table") is None
+    assert missing_library("compare_image_text") == (None if importlib.util.find_spec("easyocr") else "easyocr")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("easyocr") is not None, reason="easyocr is installed here")
+def test_tasks_using_ocr_are_unavailable_with_the_library_named():
+    spec = parse_task({"id": "ocr-1", "instruction": "Write the text on the screenshot.", "evaluator": {
+        "func": "compare_image_text", "result": {"type": "vm_file", "path": "/home/user/a.png", "dest": "a.png"},
+        "expected": {"type": "rule", "rules": {"type": "text", "text": "x"}}}}, Path("/x/os/ocr-1.json"))
+    assert "'easyocr'" in why_unavailable(spec) and "compare_image_text" in why_unavailable(spec)
+
+
 @pytest.mark.skipif(not metric_loader.available(), reason="desktop-env is not installed")
-def test_desktop_env_metric_without_cases_is_not_exposed():
-    assert "compare_epub" in metric_loader.function_index()
-    with pytest.raises(UnknownMetric, match="exists in desktop-env but MintGym does not expose it"):
-        metric("compare_epub")
+def test_compare_archive_refuses_a_tar_that_writes_outside_its_folder(tmp_path):
+    gold = tmp_path / "gold.zip"
+    with zipfile.ZipFile(gold, "w") as archive:
+        archive.writestr("a.txt", "alpha")
+    for name, member in (("dotdot", "../escaped.txt"), ("absolute", str(tmp_path / "abs-escaped.txt"))):
+        evil = tmp_path / f"{name}.tar.gz"
+        with tarfile.open(evil, "w:gz") as archive:
+            info = tarfile.TarInfo(member)
+            info.size = 5
+            archive.addfile(info, io.BytesIO(b"alpha"))
+        assert metric("compare_archive")(str(evil), str(gold)) == 0.0
+    link = tmp_path / "link.tar.gz"
+    with tarfile.open(link, "w:gz") as archive:
+        info = tarfile.TarInfo("a.txt")
+        info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        archive.addfile(info)
+    assert metric("compare_archive")(str(link), str(gold)) == 0.0
+    assert not (tmp_path.parent / "escaped.txt").exists() and not (tmp_path / "abs-escaped.txt").exists()
+    assert not (tmp_path / "link_pred").exists()  # refused before anything was unpacked
+    good = tmp_path / "good.tar.gz"
+    with tarfile.open(good, "w:gz") as archive:
+        info = tarfile.TarInfo("a.txt")
+        info.size = 5
+        archive.addfile(info, io.BytesIO(b"alpha"))
+    assert metric("compare_archive")(str(good), str(gold)) == 1.0
 
 
 def test_routes_and_usable_metrics():

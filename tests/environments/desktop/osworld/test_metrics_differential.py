@@ -1,8 +1,9 @@
-"""MintGym's OSWorld metrics against desktop-env's own functions: zero disagreements, at least 5 cases each.
+"""MintGym's OSWorld metrics against desktop-env's own outcomes: zero disagreements, at least 5 cases each.
 
-desktop-env's side runs in a fresh interpreter that imports ``desktop_env.evaluators.metrics`` the plain
-way; MintGym's side loads the same modules through ``metric_loader``. Run with ``-s`` to see the
-per-metric table (``python benchmarks/osworld_metrics_diff.py`` prints it too).
+desktop-env's outcomes are data (metric_outcomes.json next to this file), computed by its functions imported
+the plain way in a fresh interpreter (``python benchmarks/osworld_metrics_diff.py --write`` regenerates them,
+and without ``--write`` compares live). MintGym's side runs here through ``metrics.metric``. Run with ``-s``
+to see the per-metric table.
 """
 
 import json
@@ -11,11 +12,11 @@ import sys
 from collections import defaultdict
 
 import pytest
-
 from mintgym.environments.desktop.osworld import metric_loader
+from mintgym.environments.desktop.osworld.availability import metric_unavailable
 from mintgym.environments.desktop.osworld.loader import load_examples
 from mintgym.environments.desktop.osworld.metric_cases import build_cases
-from mintgym.environments.desktop.osworld.metric_diff import run, table
+from mintgym.environments.desktop.osworld.metric_diff import compare, key, load_outcomes, ours, stored, table
 from mintgym.environments.desktop.osworld.metrics import ROUTES, metric
 
 pytestmark = pytest.mark.skipif(not metric_loader.available(),
@@ -23,8 +24,15 @@ pytestmark = pytest.mark.skipif(not metric_loader.available(),
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory):
-    result = run(tmp_path_factory.mktemp("osworld-metrics"))
+def record():
+    return load_outcomes()
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory, record):
+    workdir = tmp_path_factory.mktemp("osworld-metrics")
+    cases = build_cases(workdir)
+    result = compare(cases, ours(cases, workdir), stored(cases, record))
     print("\n" + table(result))
     return result
 
@@ -38,6 +46,25 @@ def test_every_exposed_metric_has_five_cases(rows):
     counts = {r.metric: r.cases for r in rows}
     assert set(counts) == set(ROUTES)
     assert all(n >= 5 for n in counts.values()), {m: n for m, n in counts.items() if n < 5}
+
+
+def test_every_desktop_env_metric_is_exposed():
+    assert set(metric_loader.function_index()) <= set(ROUTES)
+
+
+def test_stored_outcomes_are_desktop_envs_for_exactly_these_cases(tmp_path, record):
+    assert record.libraries["desktop-env"] == "1.0.2" and record.osworld_repository.startswith("ljxpython/OSWorldUse@")
+    assert set(record.outcomes) == {key(c) for c in build_cases(tmp_path)}  # no stale or missing case
+    kinds = {o.kind for o in record.outcomes.values()}
+    values = {o.value for o in record.outcomes.values() if isinstance(o.value, float)}
+    assert kinds == {"value", "raise"} and {0.0, 1.0} <= values and len(values) > 10  # not a constant answer
+
+
+def test_every_bundled_task_has_every_metric_available():
+    specs = load_examples()
+    if not specs:
+        pytest.skip("the shared OSWorld data is not present")
+    assert {s.id: metric_unavailable(s) for s in specs if metric_unavailable(s)} == {}
 
 
 def test_cases_cover_every_option_the_bundled_tasks_use(tmp_path):
@@ -68,7 +95,7 @@ def test_desktop_env_routes_are_desktop_envs_own_functions():
             assert func.__module__ == f"{metric_loader.PACKAGE}.{metric_loader.function_index()[name]}"
             assert func.__code__.co_filename.startswith(str(folder))
         else:
-            assert func.__module__ == "mintgym.environments.desktop.osworld.metrics"
+            assert func.__module__.startswith("mintgym.environments.desktop.osworld.metric")
 
 
 LOADER_PROBE = """

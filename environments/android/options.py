@@ -1,8 +1,4 @@
-"""Bounded options models for domain hosts that do not declare an ``options_model`` themselves.
-
-``AndroidOptions`` describes what ``AndroidHost.create`` reads (``serial``, ``snapshot``, ``settle``); it
-lives here, as plain data, until the android host carries it.
-"""
+"""Per-session options of an android environment (the ``env_options`` of a session)."""
 
 from __future__ import annotations
 
@@ -14,7 +10,7 @@ _Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9
 
 
 class AndroidOptions(BaseModel):
-    """Options of an android session."""
+    """Options of an android session: what ``AndroidHost.create`` reads."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
