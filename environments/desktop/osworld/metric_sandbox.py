@@ -73,11 +73,21 @@ def _bwrap_works() -> bool:
     return probe.returncode == 0
 
 
+def _code_under_tmp() -> list[Path]:
+    """The interpreter's environment and MintGym's code where they lie under /tmp, which the child's own /tmp
+    would hide (a checkout in a temporary folder): shown to it again, read-only."""
+    import mintgym
+
+    code = [Path(sys.prefix).resolve(), Path(mintgym.__file__).resolve().parents[1]]
+    return [p for p in dict.fromkeys(code) if p.is_relative_to("/tmp")]
+
+
 def _contained(argv: list[str], writable: list[Path]) -> list[str]:
     if not _bwrap_works():
         return argv
+    shown = [arg for folder in _code_under_tmp() for arg in ("--ro-bind", str(folder), str(folder))]
     binds = [arg for folder in writable for arg in ("--bind", str(folder), str(folder))]
-    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *binds,
+    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *shown, *binds,
             *ISOLATION, "--new-session", "--", *argv]
 
 
