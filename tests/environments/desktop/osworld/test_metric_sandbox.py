@@ -66,3 +66,18 @@ def test_a_contained_suite_runs_as_nobody_without_capabilities(tmp_path):
     body = ("def test():\n    caps = [l for l in open('/proc/self/status') if l.startswith('CapEff')][0]\n"
             "    import os\n    return os.getuid() == 65534 and int(caps.split()[1], 16) == 0\n")
     assert metric("check_python_file_by_test_suite")([], suite(tmp_path, body)) == 1.0
+
+
+def test_code_in_a_temporary_checkout_is_shown_to_the_child_after_its_own_tmp(monkeypatch, tmp_path):
+    """A checkout and venv under /tmp (CI's fresh clone) were hidden by the child's own /tmp: its interpreter
+    was "No such file or directory". They are bound again, read-only, after that tmpfs."""
+    from mintgym.environments.desktop.osworld import metric_sandbox
+
+    if not metric_sandbox._bwrap_works():
+        pytest.skip("bubblewrap cannot run here")
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    monkeypatch.setattr(metric_sandbox.sys, "prefix", str(venv))
+    argv = metric_sandbox._contained(["python"], [])
+    after_tmp = argv[argv.index("/tmp", argv.index("--tmpfs")) + 1:]
+    assert after_tmp[:3] == ["--ro-bind", str(venv.resolve()), str(venv.resolve())]
