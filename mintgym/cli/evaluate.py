@@ -87,6 +87,9 @@ def evaluate(
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
     if eval_spec.wants_spec(config, agent_choice):
+        if data is not None or suite_option:
+            raise fail("--data and --suite-option are for the data suites, not for an eval with a run's spec "
+                       "(--config RUN.yaml or --model RUN_FOLDER)")
         _evaluate_spec(config, overrides or [], step, suite, tasks, max_steps, agent_choice,
                        episodes=episodes, seed=seed, concurrency=concurrency, out=out, force=force, backend=backend,
                        env_url=env_url, token_file=token_file, max_seconds=max_seconds, retry_errors=retry_errors,

@@ -94,6 +94,15 @@ def test_the_run_spec_decides_the_agent_and_its_mistakes_are_one_line(run, tmp_p
     assert not (tmp_path / "x").exists()
 
 
+def test_data_suite_flags_are_refused_with_a_spec_not_dropped(tmp_path):
+    """`--data` and `--suite-option` mean nothing to an eval with a run's spec: one line, nothing written."""
+    config = Path(__file__).resolve().parents[3] / "examples" / "must_see.yaml"
+    for extra in (("--data", str(tmp_path)), ("--suite-option", "protocol=seeclick")):
+        line = refused("eval", "--config", str(config), "--out", str(tmp_path / "x"), *extra)
+        assert line.startswith("error: --data and --suite-option are for the data suites")
+    assert not (tmp_path / "x").exists()
+
+
 def test_eval_takes_the_run_config_and_dotted_overrides(run, tmp_path):
     """`--config` with an override: a blind agent (its image is black) on the spec's held-out seeds."""
     out = tmp_path / "blind"
