@@ -46,7 +46,8 @@ def base_config(steps: int) -> dict:
     import yaml
 
     cfg = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
-    cfg["train"].update({"steps": steps, "checkpoint_every": 0, "eval_groups": 0})
+    cfg["train"].update({"steps": steps, "checkpoint_every": 0})
+    cfg["eval"] = {"groups": 0}
     cfg["log"] = {"sample_episodes_every": 0}  # nothing but the loop in the timings
     return cfg
 
@@ -69,7 +70,7 @@ def window(history: list[dict]) -> dict:
 
 
 def throughput(args) -> list[dict]:
-    from mintgym.trainer.config import RunConfig
+    from mintgym.config import RunConfig
     from mintgym.rl import train
 
     rows = []
@@ -131,9 +132,9 @@ def lag_ceiling(max_lag: int, sync_period: float, after_answer: float) -> float:
 def lag_study(args) -> list[dict]:
     """Every sample at exactly lag L: ``max_lag`` L and ``publish_delay`` L (the samplers get the weights
     of L versions ago), so the bound is reached by every batch, not only in a straggler's tail. The final
-    reward is the final weights' own (``eval_groups`` groups per task after the last step), since with
+    reward is the final weights' own (``eval.groups`` groups per task after the last step), since with
     delayed weights the last batches' rewards are those of weights L versions older."""
-    from mintgym.trainer.config import RunConfig
+    from mintgym.config import RunConfig
     from mintgym.rl import train
 
     rows = []
@@ -141,7 +142,8 @@ def lag_study(args) -> list[dict]:
         for lag in args.study_lags:
             raw = base_config(args.study_steps)
             raw["train"].update({"mode": "async", "max_lag": lag, "publish_delay": lag, "correction": correction,
-                                 "mismatch_snapshots": 0, "eval_groups": args.eval_groups, "seed": args.seed})
+                                 "mismatch_snapshots": 0, "seed": args.seed})
+            raw["eval"] = {"groups": args.eval_groups}
             if args.keep:
                 out = args.keep / f"{correction}-lag{lag}"
                 shutil.rmtree(out, ignore_errors=True)

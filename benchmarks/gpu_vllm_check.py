@@ -124,7 +124,7 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
     from mintgym.inference import GenerationRequest, SamplingParams
     from mintgym.inference.logprobs import sequence_logprobs, suppressed_token_ids
     from mintgym.models.loading import load_model, load_processor
-    from mintgym.trainer.config import TrainConfig
+    from mintgym.config import TrainConfig
     from mintgym.trainer.learner import Learner
     from mintgym.trainer.mismatch import mismatch_metrics
     from mintgym.weights.safetensors_files import SafetensorsBroadcast
@@ -282,7 +282,8 @@ def rl_config(engine: str, model_path: str, steps: int, args) -> dict[str, Any]:
         "rollout": {"workers": 1, "groups_in_flight": 2, "group_size": 16, "temperature": 1.0, "max_new_tokens": 1,
                     "worker_num_gpus": gpus},
         "train": {"mode": "sync", "steps": steps, "groups_per_step": 2, "lr": args.lr, "mismatch_snapshots": 0,
-                  "checkpoint_every": 0, "eval_groups": 0, "sync_timeout": 300, "batch_timeout": 300},
+                  "checkpoint_every": 0, "sync_timeout": 300, "batch_timeout": 300},
+        "eval": {"groups": 0},
         "log": {"sample_episodes_every": 0},
     }
 

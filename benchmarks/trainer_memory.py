@@ -97,7 +97,7 @@ def measure(folder: Path, path: str) -> dict[str, float]:
     """One process's measured step (``path`` ``before`` or ``after``): peak bytes, seconds, and the model's
     prediction for it."""
     from mintgym.models.loading import load_model, load_processor
-    from mintgym.trainer.config import TrainConfig
+    from mintgym.config import TrainConfig
     from mintgym.trainer.learner import Learner
 
     base = _rss("VmRSS")

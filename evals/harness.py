@@ -8,7 +8,9 @@ episodes that already have a final status -- but only a re-run of the same evalu
 records what makes the episodes (tasks, seeds, step and time limits, and the agent, engine and model as
 ``describe`` gives them; see :func:`eval_key`), and a run with other settings is refused in one line
 naming the difference, or with ``force`` starts afresh after the old folder is moved aside
-(:mod:`mintgym.run_record`). A crashed episode, or one whose server never started, is a
+(:mod:`mintgym.run_record`). An interrupted run (Ctrl-C) stops its servers, writes a partial results.json and
+report of the episodes that finished (``interrupted`` says how many are pending) and raises
+:class:`EvalInterrupted`; running it again resumes it. A crashed episode, or one whose server never started, is a
 failure with its reason; a task that cannot run here is listed as skipped with its reason, and a task
 without an oracle, given to an agent that plays oracles (``needs_oracle``, the scripted agent), is listed
 under ``no_oracle`` instead of run. Nothing is dropped silently.
@@ -86,6 +88,16 @@ class EvalConfig:
 KEY_LABELS = {"tasks": "tasks", "seeds": "seeds", "agent_options": "--agent-option"}
 #: What an eval leaves in its folder (a folder with these and no run.json predates the record).
 EVAL_MARKERS = ("results.json", f"{TRAJECTORY_DIR}/*/meta.json")
+
+
+class EvalInterrupted(KeyboardInterrupt):
+    """The evaluation was interrupted (Ctrl-C); its finished episodes are kept and a partial results.json and
+    report were written. ``results`` is that partial document. A KeyboardInterrupt still, so a caller that
+    stops on Ctrl-C (a training run's final eval) stops on it as before."""
+
+    def __init__(self, message: str, results: dict[str, Any]):
+        super().__init__(message)
+        self.results = results
 
 
 def episode_key(task_id: str, seed: int | None) -> str:
@@ -216,27 +228,9 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
 
     bar = _progress(len(jobs), len(jobs) - len(pending), config.progress)
     try:
-        for domain, domain_jobs in sorted(by_domain.items()):
-            done_keys: set[str] = set()
-
-            def on_done(job: EpisodeJob, traj: Trajectory, done_keys: set[str] = done_keys) -> None:
-                done_keys.add(job.key)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(f"{job.task_id}: {traj.status}", refresh=False)
-
-            try:
-                with _EnvServer(domain, config) as (url, token):
-                    asyncio.run(run_jobs(url, domain_jobs, make_agent, concurrency=config.concurrency,
-                                         run_dir=traj_root, token=token, max_seconds=config.max_seconds,
-                                         max_steps=benchmark.max_steps, on_done=on_done,
-                                         env_options=config.env_options.get(domain)))
-            except MintGymError as err:  # the server did not start or went away: its episodes fail, with why
-                reason = f"env server for {domain!r} failed: {type(err).__name__}: {err}"
-                for job in domain_jobs:
-                    if job.key not in done_keys:
-                        _record_failure(traj_root, job, agent_name, reason)
-                        on_done(job, Trajectory(job.key, job.task_id, domain, "", agent_name, status="error"))
+        _run_domains(by_domain, make_agent, config, benchmark, traj_root, agent_name, bar)
+    except KeyboardInterrupt:
+        raise _interrupted(benchmark, config, jobs, tasks, traj_root, started, no_oracle, moved) from None
     finally:
         if bar is not None:
             bar.close()
@@ -249,6 +243,49 @@ def run_eval(benchmark: Benchmark, make_agent: Callable[[], Agent], config: Eval
         results["moved_aside"] = str(moved)
     write_outputs(out, results)
     return results
+
+
+def _interrupted(benchmark: Benchmark, config: EvalConfig, jobs: list[EpisodeJob], tasks: dict[str, Any],
+                 traj_root: Path, started: float, no_oracle: list[str], moved: Path | None) -> EvalInterrupted:
+    """Write the partial results.json and report (the episodes that finished) of an interrupted run."""
+    done = [job for job in jobs if finished(traj_root, job.key) is not None]
+    outcomes = [_outcome(traj_root, job, tasks[job.task_id]) for job in done]
+    results = build_results(benchmark, outcomes, config, started=started, ended=time.time(), no_oracle=no_oracle,
+                            not_counted=not_counted(traj_root, jobs, benchmark, no_oracle))
+    results["interrupted"] = {"finished": len(done), "pending": len(jobs) - len(done)}
+    if moved is not None:
+        results["moved_aside"] = str(moved)
+    out = Path(config.out)
+    write_outputs(out, results)
+    return EvalInterrupted(f"interrupted: {len(done)} of {len(jobs)} episodes finished and are kept in {out} "
+                           f"(partial results.json and report.html written there); run the same command again "
+                           f"to play the other {len(jobs) - len(done)}", results)
+
+
+def _run_domains(by_domain: dict[str, list[EpisodeJob]], make_agent: Callable[[], Agent], config: EvalConfig,
+                 benchmark: Benchmark, traj_root: Path, agent_name: str, bar: Any) -> None:
+    """Play each domain's pending episodes on its env server."""
+    for domain, domain_jobs in sorted(by_domain.items()):
+        done_keys: set[str] = set()
+
+        def on_done(job: EpisodeJob, traj: Trajectory, done_keys: set[str] = done_keys) -> None:
+            done_keys.add(job.key)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(f"{job.task_id}: {traj.status}", refresh=False)
+
+        try:
+            with _EnvServer(domain, config) as (url, token):
+                asyncio.run(run_jobs(url, domain_jobs, make_agent, concurrency=config.concurrency,
+                                     run_dir=traj_root, token=token, max_seconds=config.max_seconds,
+                                     max_steps=benchmark.max_steps, on_done=on_done,
+                                     env_options=config.env_options.get(domain)))
+        except MintGymError as err:  # the server did not start or went away: its episodes fail, with why
+            reason = f"env server for {domain!r} failed: {type(err).__name__}: {err}"
+            for job in domain_jobs:
+                if job.key not in done_keys:
+                    _record_failure(traj_root, job, agent_name, reason)
+                    on_done(job, Trajectory(job.key, job.task_id, domain, "", agent_name, status="error"))
 
 
 def not_counted(traj_root: Path, jobs: list[EpisodeJob], benchmark: Benchmark,

@@ -102,6 +102,10 @@ def render_report(results: dict[str, Any]) -> str:
               f"{overall['wall_seconds']:.1f}s wall · <a href=\"results.json\">results.json</a> · "
               f"<a href=\"trajectories/index.html\">all trajectories</a></p>"),
              "<h2>Overall</h2>", summary_table("run", {"all": overall})]
+    if results.get("interrupted"):
+        stop = results["interrupted"]
+        parts.insert(3, f"<p class=err>Interrupted: {stop['finished']} episodes finished (shown here), "
+                        f"{stop['pending']} not played; run the same command again to resume.</p>")
     parts += ["<h2>Per domain</h2>", summary_table("domain", results["domains"])]
     if results.get("osworld"):
         from mintgym.evals.osworld.results import render_table
@@ -126,7 +130,7 @@ def render_report(results: dict[str, Any]) -> str:
                     f"<td class=num>{_e(ep['seed'])}</td><td class={cls}>{_e(ep['status'])}</td>"
                     f"<td class=num>{ep['reward']:.3f}</td><td class=num>{ep['steps']}</td>"
                     f"<td class=num>{ep['invalid_steps']}</td><td class=num>{ep['wall_seconds']:.1f}</td>"
-                    f"<td>{_e(ep['error'] or '')}</td></tr>")
+                    f"<td style='white-space:pre-wrap'>{_e(ep['error'] or '')}</td></tr>")
     parts.append(f"<h2>Episodes ({len(rows)})</h2><table><tr><th>task (trajectory)</th><th>seed</th><th>status</th>"
                  "<th>reward</th><th>steps</th><th>invalid</th><th>seconds</th><th>error</th></tr>"
                  f"{''.join(rows)}</table>")

@@ -1,7 +1,8 @@
 """MintGym: an environment gym and asynchronous RL platform for visual computer-use agents.
 
-``mintgym.make(id)`` returns a ``gymnasium.Env`` talking to an env server. Importing this package is
-cheap: the heavy parts load on first use.
+``mintgym.make(id)`` returns a ``gymnasium.Env`` talking to an env server; so does
+``gymnasium.make("mintgym/<pack>.<name>")`` (see :mod:`mintgym.gym_registration`). Importing this package is
+cheap: the heavy parts load on first use, and the tasks are listed only when gymnasium looks one up.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+from mintgym import gym_registration as _gym_registration  # stdlib only until gymnasium asks
+
+_gym_registration.install()
 
 if TYPE_CHECKING:
     from mintgym.client.sync import EnvClient

@@ -46,6 +46,12 @@ class TaskUnavailable(MintGymError):
     """The task cannot run on this machine (missing app, needs the internet); carries the reason."""
 
 
+class TaskError(MintGymError):
+    """A task's own code (its setup, evaluate, finished, oracle or teardown) raised: the message's first line
+    names the task, the call, the exception and where in the task author's code it happened; the lines after
+    it are the author's frames (``File "...", line N, in f``). The environment is not at fault."""
+
+
 class PolicyError(MintGymError):
     """The policy failed (its model server is down, it crashed): the episode ends in error, the env is fine."""
 

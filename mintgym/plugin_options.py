@@ -12,7 +12,7 @@ checked when the config loads, against the code that will take them, with no sec
     >>> check_options(Engine, {"max_batch": 8}, "engine.options", skip=("model_path",))
     Traceback (most recent call last):
     ...
-    ValueError: engine.options.max_batch: not an option of Engine (its options: max_batch_size)
+    ValueError: engine.options.max_batch: unknown key (known: max_batch_size)
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import typing
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from mintgym.validation import one_line
 
 
 def _hints(factory: Any) -> dict[str, Any]:
@@ -60,11 +62,5 @@ def check_options(factory: Any, options: dict[str, Any], where: str, skip: tuple
     try:
         checked = model.model_validate(options)
     except ValidationError as err:
-        problem = err.errors()[0]
-        key = ".".join(str(part) for part in problem["loc"])
-        name = getattr(factory, "__name__", "the plug-in")
-        if problem["type"] == "extra_forbidden":
-            known = ", ".join(n for n in model.model_fields) or "none"
-            raise ValueError(f"{where}.{key}: not an option of {name} (its options: {known})") from None
-        raise ValueError(f"{where}.{key}: {problem['msg']} (got {problem.get('input')!r})") from None
+        raise ValueError(one_line(err, options, model, prefix=where)) from None
     return {key: getattr(checked, key) if key in model.model_fields else value for key, value in options.items()}

@@ -4,6 +4,11 @@ Step and reset answers travel as one binary *frame envelope* (content type
 ``application/x-mintgym-frame``): the 4-byte magic ``MGF1``, a big-endian uint32 length, that many bytes
 of JSON metadata (:class:`FrameMeta`), then the screenshot bytes in the encoding the client chose
 (PNG, JPEG or raw RGB). Screenshots are never base64 inside JSON on this path.
+
+A batch of resets and steps over several sessions (:class:`BatchRequest`) is answered by one *batch
+envelope* (``application/x-mintgym-frames``): the magic ``MGB1``, a big-endian uint32 count, then per item a
+uint32 length and that many bytes: the item's frame envelope, or its JSON error answer
+(``{"status", "error": {"code", "message", "session_id"}}``) when that item failed.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from mintgym.types import Observation
 API_VERSION = "v1"
 FRAME_CONTENT_TYPE = "application/x-mintgym-frame"
 MAGIC = b"MGF1"
+BATCH_CONTENT_TYPE = "application/x-mintgym-frames"
+BATCH_MAGIC = b"MGB1"
+#: The most sessions one batch request may step.
+MAX_BATCH = 1024
 Encoding = Literal["png", "jpeg", "raw"]
 ENCODINGS: tuple[str, ...] = ("png", "jpeg", "raw")
 IMAGE_CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "raw": "application/octet-stream"}
@@ -39,10 +48,14 @@ class CreateSessionRequest(Strict):
     side_channels: list[Literal["text", "a11y", "dom"]] = Field(default_factory=list)
     #: Options passed to the environment host's create() (e.g. a viewport for web).
     env_options: dict[str, Any] = Field(default_factory=dict)
+    #: The task the session's resets start by default: the answer's ``screen_size`` is then that task's
+    #: screen (a web task's viewport), so a client can fix its observation space before any reset.
+    task_id: str | None = None
 
 
 class SessionCreated(Strict):
     session_id: str
+    #: (width, height) of the frames of ``task_id`` (when none is named: of the task a reset without one starts).
     screen_size: tuple[int, int]
     action_set: str
     #: The line agent prompts add about this domain's screenshots (its declaration's ``screen_hint``).
@@ -70,6 +83,20 @@ class StepRequest(Strict):
     #: "reject": an invalid typed action is a 422 and no step; "count": it is a step with info["error"].
     invalid: Literal["reject", "count"] = "reject"
     frame: FrameOptions = Field(default_factory=FrameOptions)
+
+
+class BatchItem(Strict):
+    """One session's part of a batch: exactly one of ``reset`` and ``step``."""
+
+    session_id: str
+    reset: ResetRequest | None = None
+    step: StepRequest | None = None
+
+
+class BatchRequest(Strict):
+    """Resets and steps of distinct sessions, run concurrently; answered as one batch envelope, in order."""
+
+    items: list[BatchItem] = Field(min_length=1, max_length=MAX_BATCH)
 
 
 class ObservationMeta(Strict):
@@ -164,3 +191,32 @@ def unpack_frame(payload: bytes) -> tuple[Observation, FrameMeta]:
     obs = Observation(screenshot=shot, instruction=o.instruction, domain=o.domain, step=o.step,
                       frame_id=o.frame_id, text=o.text, a11y=o.a11y, dom=o.dom, zoom=o.zoom, last_error=o.last_error)
     return obs, meta
+
+
+def batch_parts(items: list[tuple[bytes, ...]]) -> list[bytes | memoryview]:
+    """The batch envelope's pieces for items given as pieces (a frame's head and image, or one JSON error)."""
+    parts: list[bytes | memoryview] = [BATCH_MAGIC + struct.pack(">I", len(items))]
+    for pieces in items:
+        parts.append(struct.pack(">I", sum(len(p) for p in pieces)))
+        parts.extend(pieces)
+    return parts
+
+
+def unpack_batch(payload: bytes) -> list[bytes]:
+    """The items of a batch envelope: each a frame envelope (starting with ``MGF1``) or a JSON error answer."""
+    if payload[:4] != BATCH_MAGIC or len(payload) < 8:
+        raise ValueError("not a MintGym batch envelope (bad magic)")
+    view = memoryview(payload)
+    (count,) = struct.unpack(">I", view[4:8])
+    items, at = [], 8
+    for _ in range(count):
+        if at + 4 > len(view):
+            raise ValueError(f"batch envelope truncated: {len(items)} of {count} items")
+        (length,) = struct.unpack(">I", view[at:at + 4])
+        if at + 4 + length > len(view):
+            raise ValueError(f"batch envelope truncated in item {len(items)} of {count}")
+        items.append(bytes(view[at + 4:at + 4 + length]))
+        at += 4 + length
+    if at != len(view):
+        raise ValueError(f"batch envelope has {len(view) - at} bytes after its {count} items")
+    return items

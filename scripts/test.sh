@@ -8,4 +8,4 @@ if [ "$(id -u)" -eq 0 ] && [ -x scripts/dockerd.sh ] && command -v dockerd >/dev
 fi
 # Two workers (one per core here), a test file's tests on one worker: most tests wait on browsers, X servers
 # and subprocesses, so this halves the wall time. MINTGYM_TEST_WORKERS=0 runs them in this process.
-exec .venv/bin/python -m pytest -m "not slow" -n "${MINTGYM_TEST_WORKERS:-2}" --dist loadfile "$@"
+exec .venv/bin/python -m pytest -m "not slow" -n "${MINTGYM_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@"

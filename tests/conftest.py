@@ -32,3 +32,20 @@ def local_ray():
     ray.init(address="local", num_cpus=1, include_dashboard=False, configure_logging=False, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+@pytest.fixture
+def worker_spec():
+    """``worker_spec(model_path, tasks, env_urls, **sections)``: a rollout worker's spec over a run config made of
+    ``tasks`` ((task id, seeds, env domain) triples; one task may stand for several domains here, as a run could
+    not) and the given sections (``agent``, ``engine``, ``rollout``, ``envs``), the rest defaults."""
+    from mintgym.config import RunConfig, TaskConfig
+    from mintgym.rollout.ray_worker import WorkerSpec
+
+    def build(model_path, tasks, env_urls, *, eval_seeds=None, **sections):
+        entries = [TaskConfig(id=task, seeds=seeds, env_domain=domain, eval_seeds=(eval_seeds or {}).get(task))
+                   for task, seeds, domain in tasks]
+        run = RunConfig.from_dict({"model": {"path": str(model_path)}, "tasks": [{"id": tasks[0][0]}], **sections})
+        return WorkerSpec(worker_id=0, run=run.model_copy(update={"tasks": entries}), env_urls=env_urls)
+
+    return build

@@ -179,4 +179,4 @@ def _options(values: dict[str, Any]) -> PytoolOptions:
     try:
         return PytoolOptions.model_validate(values)
     except ValidationError as err:
-        raise ValueError(describe_error(PytoolOptions, err)) from None
+        raise ValueError(describe_error(PytoolOptions, err, values)) from None

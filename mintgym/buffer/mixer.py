@@ -209,28 +209,3 @@ class DomainMixer:
         same = weights == self.weights and set(slots) == set(self.domains)
         self.slots = slots if same else {d: 0 for d in self.domains}
         self._plan, self._plan_n, self._plan_end = [], 0, dict(self.slots)
-
-
-def unhonoured(domains: Sequence[str], weights: Mapping[str, float] | None, groups_per_step: int,
-               steps: int) -> str | None:
-    """Why a run of ``steps`` batches of ``groups_per_step`` groups cannot give every one of ``domains`` its
-    share (None if it can): a domain without a weight (it would never be trained, its groups never admitted),
-    or one whose share of the run, ``steps * groups_per_step * p_d``, is below one group (the schedule
-    guarantees ``floor`` of it, so it might get none).
-
-        >>> unhonoured(["a", "b"], {"a": 1, "b": 0.05}, groups_per_step=2, steps=100)
-        >>> unhonoured(["a", "b"], {"a": 1, "b": 0.001}, groups_per_step=2, steps=100).split(":")[0]
-        "domain 'b' (weight 0.001 of 1.001) would get 0.2 of a group over the run's 100 steps of 2 groups"
-    """
-    weights = dict(weights) if weights else {d: 1.0 for d in domains}
-    missing = [d for d in domains if weights.get(d, 0) <= 0]
-    if missing:
-        return f"no weight > 0 for domain(s) {missing} of the tasks: it would never be trained"
-    total = sum(weights[d] for d in domains)
-    for d in domains:
-        expected = steps * groups_per_step * Fraction(weights[d]) / Fraction(total)
-        if expected < 1:
-            return (f"domain {d!r} (weight {weights[d]:g} of {total:g}) would get {float(expected):.2g} of a group "
-                    f"over the run's {steps} steps of {groups_per_step} groups: it needs at least 1 (raise its "
-                    "weight, groups_per_step or steps)")
-    return None

@@ -12,8 +12,9 @@ an installed package's) or your own ``module:Class`` / ``module:factory`` (see :
 Agent protocol); ``--agent-option KEY=VALUE`` passes keyword arguments to it. An agent class that says
 ``needs_engine`` always gets ``engine=`` (built from ``--engine``/``--model``/``--model-url``), any other that
 takes an ``engine`` gets one when an engine option is given, and the shared flags it lists in ``cli_flags``
-(``--temperature`` ...) are passed to it; nothing here names an agent. ``--packs module:function``
-adds task packs (see :func:`use_packs`).
+(``--temperature`` ...) are passed to it; nothing here names an agent. ``--model-option`` reshapes the openai
+engine's request bodies (see :func:`model_options`). ``--packs module:function`` adds task packs (see
+:func:`use_packs`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class AgentChoice:
     retries: int = 0
     model_timeout: float = 600.0
     model_retries: int = 2
+    model_option: tuple[str, ...] = ()
     packs: tuple[str, ...] = ()
 
 
@@ -73,6 +75,12 @@ def _options(default_agent: str, model_url_aliases: tuple[str, ...]) -> dict[str
         "retries": (int, o(0, min=0, help="vlm: re-asks after an unparseable answer")),
         "model_timeout": (float, o(600.0, min=0.1, help="openai: seconds to wait for one model answer")),
         "model_retries": (int, o(2, min=0, help="openai: retries of a failed model request")),
+        "model_option": (list[str], o([], "--model-option", help="openai: reshape each request body for an "
+                                      "endpoint that refuses fields (repeatable): drop=FIELD[,FIELD...] leaves "
+                                      "sampling fields out (drop=temperature,top_p), rename=OLD:NEW[,OLD:NEW...] "
+                                      "sends one under another name (rename=max_tokens:max_completion_tokens), "
+                                      "body.FIELD=VALUE adds a field (JSON value, else a string: "
+                                      "body.reasoning_effort=low)")),
         "packs": (list[str], o([], "--packs", help="a task pack to add: module:function returning tasks, a task "
                                                    "file (.yaml/.yml/.json) or a folder of them (docs/task-files.md),"
                                                    " or NAME=...; repeatable, also reaches env servers")),
@@ -95,6 +103,7 @@ def with_agent_options(default_agent: str = "scripted",
         def wrapper(**kwargs: Any) -> Any:
             values = {name: kwargs.pop(name) for name in names}
             values["agent_option"] = tuple(values["agent_option"])
+            values["model_option"] = tuple(values["model_option"])
             values["packs"] = tuple(values["packs"])
             return command(agent_choice=AgentChoice(**values), **kwargs)
 
@@ -128,17 +137,58 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _json_or_text(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
 def parse_agent_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``--agent-option KEY=VALUE`` items as keyword arguments (JSON values, else strings)."""
     options: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.isidentifier():
             raise fail(f"--agent-option wants KEY=VALUE with KEY a Python name, got {item!r}")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+        options[key] = _json_or_text(value)
     return options
+
+
+def model_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``--model-option`` items as the openai engine's ``drop_fields``, ``rename_fields`` and ``extra_body``
+    (only those given); one ``error:`` line (exit 2) for an item that does not parse or options that contradict
+    each other.
+
+        >>> model_options(["drop=temperature,top_p", "rename=max_tokens:max_completion_tokens",
+        ...                "body.reasoning_effort=low"])  # doctest: +NORMALIZE_WHITESPACE
+        {'drop_fields': ['temperature', 'top_p'], 'rename_fields': {'max_tokens': 'max_completion_tokens'},
+         'extra_body': {'reasoning_effort': 'low'}}
+    """
+    from mintgym.inference.openai import check_body_options
+
+    drop: list[str] = []
+    rename: dict[str, str] = {}
+    body: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        names = [n.strip() for n in value.split(",")]
+        pairs = [(old.strip(), new.strip()) for old, _, new in (n.partition(":") for n in names)]
+        if key == "drop" and sep and all(names):
+            drop.extend(names)
+        elif key == "rename" and sep and all(old and new for old, new in pairs):
+            rename.update(pairs)
+        elif key.startswith("body.") and key[len("body."):] and sep:
+            body[key[len("body."):]] = _json_or_text(value)
+        else:
+            raise fail(f"--model-option wants drop=FIELD[,FIELD...], rename=OLD:NEW[,OLD:NEW...] or "
+                       f"body.FIELD=VALUE, got {item!r}")
+    try:
+        check_body_options(drop, rename, body)
+    except ValueError as err:
+        raise fail(f"--model-option: {err}") from None
+    given = {"drop_fields": drop, "rename_fields": rename, "extra_body": body}
+    return {name: value for name, value in given.items() if value}
 
 
 def build_agent(choice: AgentChoice, *, concurrency: int = 1, seed: int = 0) -> BuiltAgent:
@@ -191,9 +241,10 @@ def _takes_engine(factory: Any) -> bool:
 
 def _wants_engine(choice: AgentChoice, factory: Any) -> bool:
     """Whether an engine is built for the agent; one ``error:`` line for engine options it cannot take."""
-    given = any(v is not None for v in (choice.engine, choice.model, choice.model_url))
+    given = any(v is not None for v in (choice.engine, choice.model, choice.model_url)) or bool(choice.model_option)
     if given and not _takes_engine(factory):
-        raise fail(f"--engine/--model/--model-url are options of agents that take an engine, not {choice.agent!r}")
+        raise fail(f"--engine/--model/--model-url/--model-option are options of agents that take an engine, not "
+                   f"{choice.agent!r}")
     return getattr(factory, "needs_engine", False) or given
 
 
@@ -218,6 +269,8 @@ def agent_description(choice: AgentChoice, seed: int = 0) -> dict[str, Any]:
         describe.update({k: v for k, v in options.items() if k in getattr(factory, "cli_flags", ()) and k != "seed"})
     if choice.agent_option:
         describe["agent_options"] = options
+    if choice.model_option:
+        describe["model_options"] = model_options(choice.model_option)
     return describe
 
 
@@ -236,10 +289,12 @@ def _build_engine(choice: AgentChoice, concurrency: int) -> tuple[Any, str]:
                        "http://127.0.0.1:8001/v1)")
         config: dict[str, Any] = {"base_url": choice.model_url, "model": choice.model, "api_key": choice.api_key,
                                   "timeout_s": choice.model_timeout, "max_retries": choice.model_retries,
-                                  "token_ids": choice.token_ids}
+                                  "token_ids": choice.token_ids, **model_options(choice.model_option)}
     else:
         if choice.model_url:
             raise fail(f"--model-url is for the openai engine, not {name!r}")
+        if choice.model_option:
+            raise fail(f"--model-option is an option of the openai engine, not {name!r}")
         if not choice.model:
             raise fail(f"the {name} engine needs --model PATH (a checkpoint directory)")
         if choice.token_ids != "auto":

@@ -38,6 +38,16 @@ class TaskCheck:
     task_id: str
     cells: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: The full messages of errors that say more than one line (a task's own exception, with its frames).
+    details: list[str] = field(default_factory=list)
+
+    def fail(self, columns: tuple[str, ...], where: str, err: BaseException) -> None:
+        """Mark ``columns`` (those not decided yet) FAIL because ``err`` was raised during ``where``."""
+        for column in columns:
+            self.cells.setdefault(column, "FAIL")
+        self.notes.append(f"{where}: {error_line(err)}")
+        if len(str(err).strip().splitlines()) > 1:
+            self.details.append(str(err).strip())
 
     @property
     def failed(self) -> bool:
@@ -71,11 +81,18 @@ def check(target: str = typer.Argument(..., help="a task id, an id prefix, a pac
     for domain, domain_tasks in sorted(by_domain.items()):
         with _server(domain, backend, base_url, token) as (url, tok):
             for task in domain_tasks:
-                row = check_one(task, url, tok, seed)
+                try:
+                    row = check_one(task, url, tok, seed)
+                except Exception as err:  # noqa: BLE001 -- no session for this task: its row fails, the next goes on
+                    row = TaskCheck(task.id)
+                    row.fail(COLUMNS, "session", err)
                 rows.append(row)
                 typer.echo(f"checked {task.id}: {'FAIL' if row.failed else 'ok'}", err=True)
     rows.sort(key=lambda r: r.task_id)
     typer.echo(render_table(rows))
+    for row in rows:
+        for detail in row.details:
+            typer.echo(f"\n{row.task_id}: {detail}")
     failed = sum(r.failed for r in rows)
     typer.echo(f"{len(rows)} tasks: {len(rows) - failed} pass, {failed} fail")
     if failed:
@@ -125,16 +142,21 @@ def check_one(task: Any, url: str, token: Optional[str], seed: int) -> TaskCheck
     row = TaskCheck(task.id)
     env = mintgym.make(task.id, base_url=url, token=token)
     try:
-        _check_oracle(env, task, seed, row)
+        try:
+            _check_oracle(env, task, seed, row)
+        except Exception as err:  # noqa: BLE001 -- a failed check is a row of the table, not a crash
+            row.fail(("untouched=0", "oracle=1"), "reset/evaluate", err)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 check_env(env.unwrapped, skip_render_check=True)
             row.cells["check_env"] = "ok"
-        except Exception as err:  # noqa: BLE001 -- a failed check is a row of the table, not a crash
-            row.cells["check_env"] = "FAIL"
-            row.notes.append(f"check_env: {error_line(err)}")
-        _check_determinism(env, task, seed, row)
+        except Exception as err:  # noqa: BLE001
+            row.fail(("check_env",), "check_env", err)
+        try:
+            _check_determinism(env, task, seed, row)
+        except Exception as err:  # noqa: BLE001
+            row.fail(("reset determinism",), "reset determinism", err)
     finally:
         env.close()
     return row
@@ -164,8 +186,7 @@ def _check_oracle(env: Any, task: Any, seed: int, row: TaskCheck) -> None:
             if terminated or truncated:
                 break
     except Exception as err:  # noqa: BLE001
-        row.cells["oracle=1"] = "FAIL"
-        row.notes.append(f"oracle: {error_line(err)}")
+        row.fail(("oracle=1",), "oracle", err)
         return
     ok = reward == 1.0 and not errors
     row.cells["oracle=1"] = "ok" if ok else "FAIL"

@@ -34,14 +34,59 @@ def envs(packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         all_tasks = registration.tasks()
+    broken = {pack: (error, missing_extra(error, pack)) for pack, error in registration.broken_packs.items()}
     for domain in registration.domains():
         found = [t for t in all_tasks if t.domain == domain]
         blocked = domain_unavailable(domain) if found else None
         runnable = 0 if blocked else sum(1 for t in found if not t.unavailable())
         note = f"  [not here: {blocked}]" if blocked else ""
+        if not found and any(extra == domain for _, extra in broken.values()):
+            note = f"  [not installed: pip install 'mintgym[{domain}]']"
         typer.echo(f"{domain:10s} {len(found):5d} tasks {runnable:5d} runnable here{note}")
-    for pack, error in sorted(registration.broken_packs.items()):
+    for pack, (error, extra) in sorted(broken.items()):
+        if extra is not None:
+            module = _missing_module(error)
+            error = f"it needs {module!r}, from the {extra} extra: pip install 'mintgym[{extra}]'"
         typer.echo(f"(task pack {pack!r} did not load: {error})", err=True)
+
+
+#: Import names that differ from their distribution's name (the others are the name, less a python-/py prefix).
+_IMPORT_NAMES = {"cv2": "opencv-python-headless", "bs4": "beautifulsoup4", "skimage": "scikit-image",
+                 "fitz": "pymupdf", "PIL": "pillow"}
+
+
+def _missing_module(error: str) -> str | None:
+    import re
+
+    found = re.search(r"No module named '([^']+)'", error)
+    return found.group(1).split(".")[0] if found else None
+
+
+def missing_extra(error: str, pack: str) -> str | None:
+    """The MintGym extra whose install provides the module an import ``error`` names as missing (the one named
+    like ``pack`` when several do), from the installed package's metadata; None when no extra does."""
+    import importlib.metadata
+    import re
+
+    module = _missing_module(error)
+    if module is None:
+        return None
+    try:
+        requires = importlib.metadata.metadata("mintgym").get_all("Requires-Dist") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    wanted = _IMPORT_NAMES.get(module, module).lower().replace("_", "-")
+    extras = []
+    for requirement in requires:
+        found = re.match(r"\s*([A-Za-z0-9._-]+).*extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        if not found or found.group(2) == "all":
+            continue
+        dist = found.group(1).lower().replace("_", "-")
+        if wanted in (dist, dist.removeprefix("python-"), dist.removeprefix("py")):
+            extras.append(found.group(2))
+    if not extras:
+        return None
+    return pack if pack in extras else extras[0]
 
 
 def domain_unavailable(domain: str) -> str | None:
@@ -147,11 +192,31 @@ def serve(domain: str = typer.Argument(..., help="the environment domain to serv
             from mintgym.server.serve import build_host
 
             asyncio.run(_check_host(build_host(domain, host_options)))
-        run_server(domain, host, port, token_file=token_file, request_timeout=request_timeout,
+        fd = _listening_socket(host, port)  # bound here, so a port in use is this command's one line
+        run_server(domain, host, port, token_file=token_file, request_timeout=request_timeout, fd=fd,
                    max_sessions=max_sessions, host_options=host_options, option_caps=max_option, log_level=log_level)
     except MintGymError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
+
+
+def _listening_socket(host: str, port: int) -> int:
+    """The file descriptor of a socket bound to ``host:port`` (as uvicorn would bind it); a one-line error
+    when the port is taken or the address is not this machine's."""
+    import errno
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise fail(f"port {port} on {host} is in use (another server?); stop it or pick another with --port",
+                       code=1) from None
+        raise fail(f"cannot listen on {host}:{port}: {err.strerror or err}", code=1) from None
+    return sock.detach()
 
 
 async def _check_host(env_host) -> None:
@@ -222,9 +287,12 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
                    "already recorded and kept", err=True)
 
     def report(job, traj) -> None:
-        note = f" ({traj.error})" if traj.error else ""
+        first, *more = (traj.error or "").strip().splitlines() or [""]
+        note = f" ({first})" if first else ""
         typer.echo(f"{job.task_id} seed={job.seed}: {traj.status} reward={traj.total_reward:.3f} "
                    f"steps={len(traj.steps)}{note}")
+        if more:  # a task's own exception: its author's frames
+            typer.echo("\n".join(more))
 
     pending = [job for job in jobs if job.key not in kept]
     trajs = list(kept.values())
@@ -233,6 +301,11 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
             with _server(domain, backend, base_url, token) as (url, tok):
                 trajs += asyncio.run(run_jobs(url, pending, built.make, concurrency=concurrency, run_dir=out,
                                               token=tok, on_done=report))
+    except KeyboardInterrupt:
+        kept = sum(finished(out, job.key, retry_errors=True) is not None for job in jobs)
+        typer.echo(f"interrupted: {kept} of {len(jobs)} episodes are recorded in {out} and kept; run the same "
+                   f"command again to play the other {len(jobs) - kept}", err=True)
+        raise typer.Exit(130) from None
     finally:
         built.close()
     wins = sum(t.success for t in trajs)

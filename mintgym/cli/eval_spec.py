@@ -36,7 +36,7 @@ def _run_folder(path: Path) -> Path | None:
 
 def load_spec(config: Path | None, overrides: list[str], choice: AgentChoice) -> Any:
     """The run config: ``--config`` with the overrides, else the run folder's own record with them."""
-    from mintgym.trainer.config import ConfigError, RunConfig
+    from mintgym.config import ConfigError, RunConfig
 
     source = config if config is not None else _run_folder(Path(choice.model)) / "config.json"
     try:
@@ -50,6 +50,9 @@ def check_choice(choice: AgentChoice, step: int | None) -> None:
     if choice.agent != "vlm" or choice.agent_option:
         raise fail("the agent is the run config's with --config or a run folder: set agent.kind=... or "
                    "agent.options.KEY=... instead of --agent/--agent-option")
+    if choice.model_option:
+        raise fail("--model-option is not taken with --config or a run folder (a run's policy is served by "
+                   "serve-model or vllm serve, which take every field MintGym sends)")
     if choice.engine is not None:
         raise fail("the engine is the run config's with --config or a run folder: set engine.name=... instead of "
                    "--engine (or give --model-url for a server that serves the policy)")

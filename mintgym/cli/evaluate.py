@@ -25,6 +25,7 @@ import typer
 from mintgym.cli.agent_options import AgentChoice, agent_description, build_agent, fail, use_packs, with_agent_options
 from mintgym.cli.core import CLIENT_TOKEN_HELP, client_token
 from mintgym.cli.declared_options import with_declared_options
+from mintgym.evals.stats import reason_of
 
 #: Suites over a local dataset (``--data``), run by their benchmark's own harness instead of env servers.
 DATA_HARNESSES = {
@@ -79,11 +80,13 @@ def evaluate(
 ) -> None:
     """Evaluate an agent on a suite or on given tasks, in parallel and resumably.
 
-    Exits 1 when every episode errored; otherwise it says how many did."""
+    Exit status: 0 when every episode ended with a score; 3 when some errored (the others are scored, the
+    reasons are printed grouped); 1 when every episode errored; 2 for a usage mistake; 130 when interrupted
+    (Ctrl-C: the finished episodes are kept, a partial results.json and report are written)."""
     from mintgym.cli import eval_spec
     from mintgym.cli.core import domain_unavailable
     from mintgym.errors import MintGymError, first_line
-    from mintgym.evals.harness import EvalConfig, eval_folder, run_eval
+    from mintgym.evals.harness import EvalConfig, EvalInterrupted, eval_folder, run_eval
     from mintgym.evals.suites import benchmark_for_tasks, resolve_suite
 
     if eval_spec.wants_spec(config, agent_choice):
@@ -136,6 +139,8 @@ def evaluate(
     try:
         _say_folder(folder, folder.apply(), out)
         results = run_eval(benchmark, built.make, config)
+    except EvalInterrupted as err:
+        raise _stopped(err) from None
     except (ValueError, OSError, MintGymError) as err:
         raise fail(first_line(err)) from None
     finally:
@@ -167,11 +172,49 @@ def _say_results(results: dict[str, Any], out: Path, agent: str) -> None:
         kept = results["resumed_episodes"]
         typer.echo(f"{kept} of {len(results['episodes'])} episodes were already recorded in {out} and kept; "
                    f"{len(results['episodes']) - kept} ran now")
+    if errored:
+        typer.echo(error_summary(results), err=True)
     typer.echo(f"results: {out / 'results.json'}; report: {out / 'report.html'}")
     if overall["episodes"] and errored == overall["episodes"]:
         reasons = overall["errors"].get("reasons") or {}
         top = max(reasons, key=reasons.get) if reasons else "see results.json"
         raise fail(f"every episode errored ({errored}); the most common reason: {top}", code=1)
+    if errored:
+        raise typer.Exit(PARTIAL_ERRORS_EXIT)
+
+
+#: Exit status of an eval where some (not all) episodes errored.
+PARTIAL_ERRORS_EXIT = 3
+#: Exit status of an interrupted eval (as a shell gives a command Ctrl-C ended).
+INTERRUPTED_EXIT = 130
+#: At most this many kinds of error are listed on the console (results.json has every one).
+MAX_REASONS_SHOWN = 8
+
+
+def _stopped(err: Exception) -> typer.Exit:
+    """Say in one line what an interrupted eval kept and how to resume it; the Exit to raise."""
+    typer.echo(str(err), err=True)
+    return typer.Exit(INTERRUPTED_EXIT)
+
+
+def error_summary(results: dict[str, Any]) -> str:
+    """The errored episodes grouped by reason (an error's first line), most frequent first, each shown as its
+    first episode's error in full (a task's own exception: with its author's frames)."""
+    overall = results["overall"]
+    reasons = overall["errors"].get("reasons") or {}
+    full = {}
+    for episode in results["episodes"]:
+        if episode.get("error") and episode["status"] in ("error", "timeout"):
+            full.setdefault(reason_of(episode["error"]), episode["error"])
+    lines = [f"{overall['errors']['count']} of {overall['episodes']} episodes errored, by reason:"]
+    for reason, count in list(reasons.items())[:MAX_REASONS_SHOWN]:
+        first, *more = full.get(reason, reason).strip().splitlines() or [reason]  # the reason, uncut
+        lines.append(f"  {count:4d}x {first}")
+        lines += [f"        {line}" for line in more]
+    if len(reasons) > MAX_REASONS_SHOWN:
+        lines.append(f"  ... and {len(reasons) - MAX_REASONS_SHOWN} more reasons (results.json, report.html)")
+    lines.append("(each episode's error is in results.json and report.html; --retry-errors plays them again)")
+    return "\n".join(lines)
 
 
 def _evaluate_spec(config: Path | None, overrides: list[str], step: int | None, suite: str | None,
@@ -179,7 +222,7 @@ def _evaluate_spec(config: Path | None, overrides: list[str], step: int | None, 
     """``mintgym eval`` with a run's spec (see :mod:`mintgym.cli.eval_spec`)."""
     from mintgym.cli import eval_spec
     from mintgym.cli.core import domain_unavailable
-    from mintgym.evals.harness import EvalConfig
+    from mintgym.evals.harness import EvalConfig, EvalInterrupted
 
     eval_spec.check_choice(choice, step)
     use_packs(choice.packs)
@@ -192,8 +235,11 @@ def _evaluate_spec(config: Path | None, overrides: list[str], step: int | None, 
     token = client_token(options.pop("token_file"))
     if options["max_seconds"] is None:
         options["max_seconds"] = cfg.rollout.episode_timeout
-    results = eval_spec.run_spec_eval(cfg, benchmark, model, choice,
-                                      EvalConfig(env_url=urls, token=token, **options))
+    try:
+        results = eval_spec.run_spec_eval(cfg, benchmark, model, choice,
+                                          EvalConfig(env_url=urls, token=token, **options))
+    except EvalInterrupted as err:
+        raise _stopped(err) from None
     _say_results(results, options["out"], cfg.agent.kind)
 
 

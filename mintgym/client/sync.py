@@ -5,6 +5,9 @@ code cannot tell it from an in-process environment.
 (``"click(x=10, y=20)"``), a typed action or a dict. An invalid action is a step with reward 0 and
 ``info["error"]``; a dead environment raises :class:`~mintgym.errors.SessionFailed`.
 ``last_observation`` holds the typed :class:`~mintgym.types.Observation` (with ``frame_id``).
+
+The spaces are fixed at construction: the screenshot is the screen of the env's task (the server answers it
+when the session is created), and ``action_space.sample()`` gives actions the env accepts on that screen.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import gymnasium as gym
 
 from mintgym.action_spaces import ActionModel
 from mintgym.client import protocol
-from mintgym.client.transport import HttpTransport
+from mintgym.client.transport import HttpResponse, HttpTransport
+from mintgym.env import declarations
 from mintgym.errors import ServerError
-from mintgym.spaces import action_space, follow_screen, gym_info, observation_space, observation_to_dict
+from mintgym.spaces import action_space, fit_screen, gym_info, observation_space, observation_to_dict
 from mintgym.types import Observation
 
 
@@ -34,22 +38,28 @@ class EnvClient(gym.Env):
         self.encoding = encoding
         self.side_channels = tuple(side_channels)
         self.render_mode = render_mode
+        self._volatile = declarations.declaration(domain).volatile_info
         self._on_close = on_close
         self._http = HttpTransport(self.base_url, protocol.headers(token), timeout)
         self.session_id: str | None = None
         self.last_observation: Observation | None = None
         try:
-            resp = self._http.request("POST", "/v1/sessions", {"side_channels": list(self.side_channels),
-                                                               "env_options": env_options or {}})
+            resp = self._http.request("POST", "/v1/sessions",
+                                      protocol.create_body(self.side_channels, env_options, task_id))
         except ServerError as err:
             self._http.close()
             raise ServerError(f"cannot reach the env server at {self.base_url}: {err}") from err
-        protocol.raise_for_error(resp)
+        try:
+            protocol.raise_for_error(resp)  # an unknown task or bad options: nothing was created
+        except BaseException:
+            self._http.close()
+            raise
         created = resp.json()
         self.session_id = created["session_id"]
+        # Fixed here, before any reset: the server answered the screen of this env's task.
         self.screen_size = tuple(created["screen_size"])
         self.observation_space = observation_space(self.screen_size, self.side_channels)
-        self.action_space = action_space()
+        self.action_space = action_space(protocol.action_set_named(created["action_set"], domain), self.screen_size)
 
     # ---- gymnasium API -------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -60,17 +70,18 @@ class EnvClient(gym.Env):
             raise ValueError(f"unknown reset options {sorted(unknown)}; the only option is 'task_id'")
         task_id = options.get("task_id", self.task_id)
         resp = self._post(f"/v1/sessions/{self.session_id}/reset",
-                          protocol.reset_body(task_id, seed, self.encoding))
+                          protocol.reset_body(task_id, protocol.episode_seed(seed, self.np_random), self.encoding))
         obs, meta = protocol.decode_frame(resp)
         self.last_observation = obs
-        follow_screen(self, obs.screen_size)
-        return observation_to_dict(obs, self.side_channels), gym_info(meta.info)
+        fit_screen(self, obs)
+        return observation_to_dict(obs, self.side_channels), gym_info(meta.info, self._volatile)
 
     def step(self, action: str | ActionModel | dict):
         resp = self._post(f"/v1/sessions/{self.session_id}/step", protocol.step_body(action, self.encoding))
         obs, meta = protocol.decode_frame(resp)
         self.last_observation = obs
-        info = gym_info(meta.info)
+        fit_screen(self, obs)
+        info = gym_info(meta.info, self._volatile)
         return observation_to_dict(obs, self.side_channels), meta.reward, meta.terminated, meta.truncated, info
 
     def render(self):
@@ -106,7 +117,7 @@ class EnvClient(gym.Env):
         protocol.raise_for_error(resp)
         return resp.json()
 
-    def _post(self, path: str, body: dict) -> httpx.Response:
+    def _post(self, path: str, body: dict) -> HttpResponse:
         if self.session_id is None:
             raise ServerError("this client is closed")
         return self._http.request("POST", path, body)

@@ -64,6 +64,14 @@ class Declaration(BaseModel):
     task_entry_fields: tuple[str, ...] = ()
     #: The line agent prompts add about this domain's screenshots (reported by its env server).
     screen_hint: str = ""
+    #: The screen (width, height) a session shows for a task, given the task and the size the session's options
+    #: gave it (``width``/``height``, a viewport); starts nothing. Domains whose tasks bring their own screen
+    #: declare it (web tasks carry their viewport); left out, the session's size holds for every task.
+    task_screen: Callable[[Any, tuple[int, int]], tuple[int, int]] | None = None
+    #: Dotted paths of step-info fields that differ between runs of one seed and action (a reward decayed by
+    #: wall-clock time, ``"miniwob.env_reward"``): gymnasium envs leave them out of ``info``, so equal seeds give
+    #: equal infos, as gymnasium's checker wants.
+    volatile_info: tuple[str, ...] = ()
     #: Why no task of this domain can run on this machine (no device attached), else None; starts nothing.
     unavailable: Callable[[], str | None] | None = None
     #: ``mintgym serve`` starts and stops the host once before serving, so a missing device is one clean
@@ -152,6 +160,18 @@ def unavailable(domain: str) -> str | None:
     """Why no task of ``domain`` can run on this machine, as its declaration says, else None. Starts nothing."""
     check = declaration(domain).unavailable
     return check() if check is not None else None
+
+
+def task_screen_size(domain: str, task: Any, session_size: tuple[int, int]) -> tuple[int, int]:
+    """The (width, height) of the frames a ``domain`` session of ``session_size`` shows for ``task``, as the
+    domain declares (:attr:`Declaration.task_screen`); a gymnasium env fixes its observation space to it."""
+    declared = declaration(domain).task_screen
+    size = declared(task, tuple(session_size)) if declared is not None and task is not None else session_size
+    width, height = (int(v) for v in size)
+    if width < 1 or height < 1:
+        raise RegistrationError(f"domain {domain!r} declares a {width}x{height} screen for task "
+                                f"{getattr(task, 'id', task)!r}; a screen is at least 1x1")
+    return width, height
 
 
 def options(command: str) -> list[tuple[str, CommandOption]]:

@@ -11,23 +11,40 @@ validation, termination and reward are defined once:
   environment raises :class:`AgentFault` from ``execute`` and the episode ends there, terminated, with
   reward 0, ``info["failure"]`` giving the reason and ``info["agent_fault"] = True``. Rollouts train on
   it like any failure and evaluations never retry it. Only faults outside the agent's reach (a killed
-  server, a browser that crashed on its own) raise :class:`~mintgym.errors.EnvironmentCrashed`.
+  server, a browser that crashed on its own) raise :class:`~mintgym.errors.EnvironmentCrashed`;
+* an exception from the task's own code (``setup``, ``evaluate``, ``finished``, ``oracle``, ``teardown``, or a
+  score outside [0, 1]) is re-raised as :class:`~mintgym.errors.TaskError`, whose message points at the
+  task author's file and line (:func:`task_error`), so every front end can show where their code failed.
 """
 
 from __future__ import annotations
 
+import inspect
+import os
 import random
+import sys
+import sysconfig
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, TypeVar
 
 import numpy as np
 
 from mintgym.action_spaces import ActionModel, Done, InvalidAction, Zoom
 from mintgym.env.core import Environment, Task
-from mintgym.errors import EpisodeStateError, TaskUnavailable
+from mintgym.errors import EpisodeStateError, MintGymError, TaskError, TaskUnavailable
 from mintgym.types import SIDE_CHANNELS, Observation
+
+T = TypeVar("T")
+#: Frames of these folders are MintGym's, Python's or an installed library's: not shown as the task author's.
+_NOT_AUTHORS = tuple(os.path.join(Path(p).resolve(), "")
+                     for p in (Path(__file__).parents[1], *(sysconfig.get_paths()[k]
+                                                            for k in ("stdlib", "purelib", "platlib"))))
+#: At most this many of the author's frames are shown (the innermost ones).
+MAX_TASK_FRAMES = 6
 
 
 def enlarge_region(shot: np.ndarray, region: tuple[int, int, int, int]) -> np.ndarray:
@@ -38,6 +55,44 @@ def enlarge_region(shot: np.ndarray, region: tuple[int, int, int, int]) -> np.nd
     height, width = shot.shape[:2]
     crop = Image.fromarray(shot[y1:y2, x1:x2])
     return np.asarray(crop.resize((width, height), Image.Resampling.LANCZOS), dtype=np.uint8)
+
+
+def _authors_root(task: Task) -> str | None:
+    """The folder of the package that defines ``task``'s class (its frames are shown even when installed)."""
+    top = sys.modules.get(type(task).__module__.split(".")[0])
+    where = getattr(top, "__file__", None)
+    if not where or top.__name__ == "mintgym":
+        return None
+    path = Path(where).resolve()
+    return os.path.join(path.parent, "") if path.name == "__init__.py" else str(path)
+
+
+def task_error(task: Task, call: str, err: BaseException) -> TaskError:
+    """A :class:`TaskError` for ``err``, raised by ``task``'s ``call``: its first line says what raised and
+    where (the innermost frame of the task author's code), the next lines are the author's frames only."""
+    frames = traceback.extract_tb(err.__traceback__)[1:]  # [0] is the Episode's own call
+    root = _authors_root(task)
+    mine = [f for f in frames
+            if (root and str(Path(f.filename).resolve()).startswith(root))
+            or not str(Path(f.filename).resolve()).startswith(_NOT_AUTHORS)]
+    shown = (mine or frames[-1:])[-MAX_TASK_FRAMES:]
+    what = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    at = f" at {shown[-1].filename}:{shown[-1].lineno} ({shown[-1].name})" if shown else ""
+    lines = [f"task {task.id!r} {call}() raised {what}{at}"]
+    for f in shown:
+        lines.append(f'  File "{f.filename}", line {f.lineno}, in {f.name}')
+        if f.line:
+            lines.append(f"    {f.line}")
+    return TaskError("\n".join(lines))
+
+
+def _defined_at(task: Task, name: str) -> str:
+    """``file:line`` of the task's method ``name`` (for errors about what it returned)."""
+    method = getattr(type(task), name)
+    try:
+        return f"{inspect.getsourcefile(method)}:{inspect.getsourcelines(method)[1]}"
+    except (OSError, TypeError):
+        return f"{type(task).__module__}.{type(task).__qualname__}.{name}"
 
 
 class AgentFault(Exception):
@@ -84,11 +139,11 @@ class Episode:
                     max_steps: int | None = None) -> tuple[Observation, dict[str, Any]]:
         """Start ``task``; ``max_steps`` caps this episode below the task's own limit (reaching the cap
         truncates, like the task's limit)."""
-        reason = task.unavailable()
+        reason = self._task_sync(task, "unavailable", task.unavailable)
         if reason:
             raise TaskUnavailable(f"task {task.id!r} cannot run here: {reason}")
         if self.task is not None:
-            await self.task.teardown(self.env)
+            await self._task_call("teardown", self.task.teardown(self.env), self.task)
         self.task = task
         self.max_steps = min(task.max_steps, max_steps) if max_steps else task.max_steps
         self.step_count = 0
@@ -102,7 +157,7 @@ class Episode:
         self.env.claimed_success = None
         rng = random.Random(seed)
         await self.env.reset(task, seed)
-        instruction = await task.setup(self.env, rng)
+        instruction = await self._task_call("setup", task.setup(self.env, rng))
         self.instruction = instruction if instruction is not None else task.instruction
         obs = await self.observe()
         return obs, {"task_id": task.id, "episode_id": self.episode_id, "seed": seed,
@@ -158,13 +213,11 @@ class Episode:
             info["error"] = str(err)
         except AgentFault as fault:
             return await self._end_by_fault(str(fault) or type(fault).__name__, info, started)
-        terminated = terminated or await self.task.finished(self.env)
+        terminated = terminated or await self._task_call("finished", self.task.finished(self.env))
         truncated = not terminated and self.step_count >= self.max_steps
         reward = 0.0
         if terminated or truncated:
-            reward = float(await self.task.evaluate(self.env))
-            if not 0.0 <= reward <= 1.0:
-                raise ValueError(f"task {self.task.id!r} evaluate() returned {reward}, outside [0, 1]")
+            reward = await self._score()
             self.ended = True
             self.last_reward = reward
         obs = await self.observe(info.get("error"))
@@ -195,15 +248,43 @@ class Episode:
             raise EpisodeStateError("evaluate() before reset()")
         if self.fault is not None:  # the agent broke its own episode: nothing it left behind scores
             return 0.0
-        return float(await self.task.evaluate(self.env))
+        return await self._score()
 
     async def oracle_action(self) -> ActionModel | None:
         """The oracle's next action for the current state, or None when it has nothing left."""
         if self.task is None:
             raise EpisodeStateError("oracle_action() before reset()")
         if self._oracle is None:
-            self._oracle = self.task.oracle(self.env).__aiter__()
+            self._oracle = self._task_sync(self.task, "oracle", lambda: self.task.oracle(self.env).__aiter__())
         try:
-            return await self._oracle.__anext__()
+            return await self._task_call("oracle", self._oracle.__anext__())
         except StopAsyncIteration:
             return None
+
+    async def _score(self) -> float:
+        """The task's ``evaluate``, checked to lie in [0, 1]."""
+        reward = float(await self._task_call("evaluate", self.task.evaluate(self.env)))
+        if not 0.0 <= reward <= 1.0:
+            raise TaskError(f"task {self.task.id!r} evaluate() returned {reward}, outside [0, 1] "
+                            f"(at {_defined_at(self.task, 'evaluate')})")
+        return reward
+
+    async def _task_call(self, call: str, awaitable: Awaitable[T], task: Task | None = None) -> T:
+        """Await a call into the task's code; what it raises (other than MintGym's own errors, the end of an
+        oracle, or a missing oracle) becomes a :class:`TaskError` pointing at the author's code."""
+        try:
+            return await awaitable
+        except (MintGymError, StopAsyncIteration, NotImplementedError):
+            raise
+        except Exception as err:
+            raise task_error(task or self.task, call, err) from err
+
+    @staticmethod
+    def _task_sync(task: Task, call: str, fn: Any) -> Any:
+        """:meth:`_task_call` for the task's synchronous calls."""
+        try:
+            return fn()
+        except (MintGymError, NotImplementedError):
+            raise
+        except Exception as err:
+            raise task_error(task, call, err) from err

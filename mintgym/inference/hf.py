@@ -35,7 +35,14 @@ from mintgym.errors import ContextOverflow
 from mintgym.inference.base import InferenceEngine
 from mintgym.inference.checkpoint_sampling import ignored_settings, say_ignored
 from mintgym.inference.images import DEFAULT_MAX_IMAGE_PIXELS
-from mintgym.inference.logprobs import Layout, SequenceInput, mask_logits, sequence_logprobs, suppressed_token_ids
+from mintgym.inference.logprobs import (
+    Layout,
+    SequenceInput,
+    mask_logits,
+    sequence_logprobs,
+    split_images,
+    suppressed_token_ids,
+)
 from mintgym.inference.messages import split_messages
 from mintgym.inference.types import Generation, GenerationRequest, SamplingParams
 from mintgym.weights.base import state_mismatch
@@ -111,7 +118,7 @@ def _generation_config(model: Any, config: Any) -> Iterator[None]:
 
 
 class HFEngine(InferenceEngine):
-    """A transformers image-text-to-text model (Qwen2-VL family) in this process.
+    """A transformers image-text-to-text model (Qwen2-VL family, Idefics3) in this process.
 
     Args:
         model_path: checkpoint directory (a real one, or :func:`mintgym.models.tiny.build_tiny_vlm`'s).
@@ -238,8 +245,8 @@ class HFEngine(InferenceEngine):
         source = "sampler"
         logprobs = sampler.logprobs
         if self.aligned_logprobs:
-            seqs = [SequenceInput(row["prompt_ids"] + toks, len(row["prompt_ids"]), row.get("pixel_values"),
-                                  row.get("image_grid_thw")) for row, toks in zip(rows, sampler.tokens)]
+            seqs = [SequenceInput(row["prompt_ids"] + toks, len(row["prompt_ids"]), **row["images"])
+                    for row, toks in zip(rows, sampler.tokens)]
             with torch.no_grad():
                 recomputed = sequence_logprobs(self.model, seqs, temperature=[p.temperature for p in params],
                                                layout=self.logprob_layout)
@@ -265,19 +272,10 @@ class HFEngine(InferenceEngine):
         return out
 
     def _split_rows(self, enc: dict[str, torch.Tensor], images_per_row: list[int]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        grids = enc.get("image_grid_thw")
-        patch_counts = grids.prod(-1).tolist() if grids is not None else []
-        image_at, patch_at = 0, 0
-        for r, n in enumerate(images_per_row):
-            row: dict[str, Any] = {"prompt_ids": enc["input_ids"][r][enc["attention_mask"][r].bool()].tolist()}
-            if n:
-                patches = sum(patch_counts[image_at:image_at + n])
-                row["pixel_values"] = enc["pixel_values"][patch_at:patch_at + patches]
-                row["image_grid_thw"] = grids[image_at:image_at + n]
-                image_at, patch_at = image_at + n, patch_at + patches
-            rows.append(row)
-        return rows
+        """Each row's prompt ids (padding dropped) and its image fields (:func:`split_images`)."""
+        images = split_images(enc, images_per_row)
+        return [{"prompt_ids": enc["input_ids"][r][enc["attention_mask"][r].bool()].tolist(), "images": images[r]}
+                for r in range(len(images_per_row))]
 
     def _text(self, tokens: list[int], stop: tuple[str, ...]) -> str:
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
@@ -290,8 +288,7 @@ class HFEngine(InferenceEngine):
         text = self.processor.apply_chat_template(template, add_generation_prompt=True, tokenize=False)
         enc = self.processor(text=[text], images=images or None, return_tensors="pt")
         ids = enc["input_ids"][0].tolist()
-        return SequenceInput(ids + list(response_token_ids), len(ids), enc.get("pixel_values"),
-                             enc.get("image_grid_thw"))
+        return SequenceInput(ids + list(response_token_ids), len(ids), **split_images(enc, [len(images)])[0])
 
     def update_weights(self, version: int, state: Mapping[str, Any]) -> None:
         """Copy ``state`` (a full state dict, same keys and shapes) into the model and set the version.

@@ -13,12 +13,18 @@ response holding one would be read as an image slot. Their logits are ``-inf`` i
 
 Only response positions are projected to the vocabulary, ``LOGITS_CHUNK`` at a time
 (:class:`ResponseScorer`): the prompt (screenshots are thousands of tokens) never gets full-vocabulary logits.
+
+Images travel as the tensors the model's processor makes, in one of two layouts (:func:`split_images`):
+Qwen2-VL's (``pixel_values`` rows of every image of a batch, with ``image_grid_thw``) and Idefics3's
+(``pixel_values`` [prompts, images, C, H, W] with ``pixel_attention_mask``, zero images padding each prompt).
+A :class:`SequenceInput` holds its own images as rows, one per image (crop), in either layout.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -39,10 +45,13 @@ class SequenceInput:
     token_ids: list[int]
     #: How many of ``token_ids`` are the prompt.
     prompt_length: int
-    #: The processor's ``pixel_values`` rows of this sequence's images (None without images).
+    #: The processor's ``pixel_values`` rows of this sequence's images (None without images): Qwen2-VL's patch
+    #: rows, or Idefics3's [images, C, H, W] (the prompt axis dropped).
     pixel_values: torch.Tensor | None = None
-    #: The processor's ``image_grid_thw`` rows of this sequence's images.
+    #: The processor's ``image_grid_thw`` rows of this sequence's images (Qwen2-VL).
     image_grid_thw: torch.Tensor | None = None
+    #: The processor's ``pixel_attention_mask`` [images, H, W] of this sequence's images (Idefics3).
+    pixel_attention_mask: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.prompt_length < len(self.token_ids):
@@ -75,14 +84,66 @@ def suppressed_token_ids(model: Any) -> list[int]:
     return sorted({int(v) for n in names if isinstance(v := getattr(config, n, None), int)})
 
 
+def split_images(encoding: Mapping[str, Any], images_per_prompt: Sequence[int]) -> list[dict[str, torch.Tensor]]:
+    """A processor's image tensors for a batch of prompts, split into each prompt's :class:`SequenceInput`
+    image fields (``{}`` for a prompt without images).
+
+    Qwen2-VL's ``pixel_values`` rows are cut by ``image_grid_thw`` (each image ``t * h * w`` rows); Idefics3's
+    per-prompt tensors lose their prompt axis and the zero images that pad a prompt to the batch's most
+    (all-zero ``pixel_attention_mask``). Any other layout is a ValueError naming the processor's keys.
+    """
+    if "pixel_values" not in encoding or not any(images_per_prompt):
+        return [{} for _ in images_per_prompt]
+    pixels = encoding["pixel_values"]
+    if "image_grid_thw" in encoding:
+        grids = encoding["image_grid_thw"]
+        counts = grids.prod(-1).tolist()
+        out, image_at, row_at = [], 0, 0
+        for n in images_per_prompt:
+            rows = sum(counts[image_at:image_at + n])
+            out.append({"pixel_values": pixels[row_at:row_at + rows], "image_grid_thw": grids[image_at:image_at + n]}
+                       if n else {})
+            image_at, row_at = image_at + n, row_at + rows
+        return out
+    if "pixel_attention_mask" in encoding:
+        masks = encoding["pixel_attention_mask"]
+        out = []
+        for prompt, n in enumerate(images_per_prompt):
+            real = masks[prompt].flatten(1).any(1)
+            out.append({"pixel_values": pixels[prompt][real], "pixel_attention_mask": masks[prompt][real]} if n else {})
+        return out
+    raise ValueError(f"unknown image layout: the processor gave {sorted(encoding)}; image_grid_thw (Qwen2-VL) or "
+                     "pixel_attention_mask (Idefics3) expected beside pixel_values")
+
+
+def image_features(config: Any, seq: SequenceInput) -> int:
+    """How many image placeholder tokens the model fills with ``seq``'s images: Qwen2-VL's
+    ``sum(t * h * w) / merge_size**2``; Idefics3's ``(image_size / patch_size)**2 / scale_factor**2`` per crop."""
+    if seq.pixel_values is None:
+        return 0
+    vision = config.vision_config
+    if seq.image_grid_thw is not None:
+        merge = int(getattr(vision, "spatial_merge_size", 2) or 2)
+        return int(seq.image_grid_thw.prod(-1).sum()) // (merge ** 2)
+    if seq.pixel_attention_mask is not None:
+        per_crop = (vision.image_size // vision.patch_size) ** 2 // (config.scale_factor ** 2)
+        return seq.pixel_values.shape[0] * per_crop
+    raise ValueError("pixel_values without image_grid_thw or pixel_attention_mask: unknown image layout")
+
+
 def _images(seqs: Sequence[SequenceInput]) -> dict[str, torch.Tensor]:
+    """The model's image arguments for ``seqs`` run as one batch: each field's rows joined in order; Idefics3's
+    under one prompt axis (the model flattens prompts and images alike, and fills the placeholders in order)."""
     with_images = [s for s in seqs if s.pixel_values is not None]
     if not with_images:
         return {}
-    return {
-        "pixel_values": torch.cat([s.pixel_values for s in with_images]),
-        "image_grid_thw": torch.cat([s.image_grid_thw for s in with_images]),
-    }
+    out = {"pixel_values": torch.cat([s.pixel_values for s in with_images])}
+    if with_images[0].image_grid_thw is not None:
+        out["image_grid_thw"] = torch.cat([s.image_grid_thw for s in with_images])
+    if with_images[0].pixel_attention_mask is not None:
+        out = {"pixel_values": out["pixel_values"][None],
+               "pixel_attention_mask": torch.cat([s.pixel_attention_mask for s in with_images])[None]}
+    return out
 
 
 def mask_logits(logits: torch.Tensor, suppressed: torch.Tensor | None) -> torch.Tensor:
@@ -160,6 +221,8 @@ class ResponseScorer(torch.nn.Module):
             raise ValueError(f"{type(model).__name__} has no .model body and output embeddings to score with")
         self.model = model
         self.chunk = chunk
+        #: Whether the body takes ``mm_token_type_ids`` (Qwen2-VL's does; Idefics3's would hand it on to its LM).
+        self.token_types = "mm_token_type_ids" in inspect.signature(body.forward).parameters
 
     @property
     def config(self) -> Any:
@@ -169,8 +232,9 @@ class ResponseScorer(torch.nn.Module):
               entropy: bool) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
         """Each sequence's response-token logprobs (and entropies), ``batch`` run as one right-padded batch."""
         device = next(self.model.parameters()).device
-        pad = (getattr(self.config, "pad_token_id", None)
-               or getattr(self.config.get_text_config(), "pad_token_id", 0) or 0)
+        # the text model's pad id first: Idefics3's top-level one is a fixed 128002, past a tiny vocabulary
+        pad = (getattr(self.config.get_text_config(), "pad_token_id", None)
+               or getattr(self.config, "pad_token_id", 0) or 0)
         length = max(len(s.token_ids) for s in batch)
         ids = torch.full((len(batch), length), pad, dtype=torch.long, device=device)
         mask = torch.zeros_like(ids)
@@ -189,12 +253,12 @@ class ResponseScorer(torch.nn.Module):
         return list(zip(lp.split(sizes), ents))
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-                temps: torch.Tensor, entropy: bool, pixel_values: torch.Tensor | None = None,
-                image_grid_thw: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(N,) logprobs of tokens ``ids[rows, cols + 1]`` (and entropies) under ``softmax(logits / temps)``."""
-        images = {} if pixel_values is None else {"pixel_values": pixel_values, "image_grid_thw": image_grid_thw}
-        out = self.model.model(input_ids=ids, attention_mask=mask, use_cache=False,
-                               mm_token_type_ids=_mm_token_types(self.model, ids) * mask, **images)
+                temps: torch.Tensor, entropy: bool, **images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(N,) logprobs of tokens ``ids[rows, cols + 1]`` (and entropies) under ``softmax(logits / temps)``;
+        ``images`` are the model's image arguments (:func:`_images`)."""
+        if self.token_types:
+            images["mm_token_type_ids"] = _mm_token_types(self.model, ids) * mask
+        out = self.model.model(input_ids=ids, attention_mask=mask, use_cache=False, **images)
         hidden = out.last_hidden_state[rows, cols]  # (N, H): response positions only
         targets = ids[rows, cols + 1]
         suppressed = torch.tensor(suppressed_token_ids(self.model), dtype=torch.long, device=ids.device)

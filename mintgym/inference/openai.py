@@ -11,6 +11,11 @@ default) the engine drops a refused ``return_token_ids``/``logprobs``/``top_logp
 warning on the ``mintgym.inference.openai`` logger) and goes on without them; ``"on"`` makes the refusal an
 error, ``"off"`` never asks for token ids or logprobs.
 
+Endpoints that refuse some sampling fields (OpenAI's reasoning models refuse ``temperature`` and ``top_p`` and
+want ``max_completion_tokens`` for ``max_tokens``) are reached by reshaping every body: ``drop_fields`` leaves
+fields out, ``rename_fields`` sends a field under another name, ``extra_body`` adds fields (it wins over a
+sampling field of the same name). ``mintgym eval``/``rollout`` set them with ``--model-option``.
+
 Connection errors, timeouts, 408, 429 and 5xx are retried with exponential backoff; other 4xx answers and
 exhausted retries raise :class:`mintgym.errors.ServerError` naming the status and the server's message, but for
 a 400 saying the prompt is over the model's context, which raises :class:`mintgym.errors.ContextOverflow`.
@@ -24,6 +29,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -46,6 +52,56 @@ _OPTIONAL_FIELDS = {
     "logprobs": re.compile(r"(?<!top_)\blogprobs\b"),
 }
 
+#: The body fields the engine fills from a request: what ``drop_fields`` and ``rename_fields`` may name.
+SAMPLING_FIELDS = ("max_tokens", "temperature", "top_p", "seed", "stop", "logprobs", "top_logprobs",
+                   "return_token_ids")
+#: Fields every request needs; no option drops, renames or sets them.
+_REQUIRED_FIELDS = ("model", "messages")
+
+
+def check_body_options(drop_fields: Sequence[str] = (), rename_fields: Mapping[str, str] | None = None,
+                       extra_body: Mapping[str, Any] | None = None) -> tuple[frozenset[str], dict[str, str]]:
+    """``drop_fields`` and ``rename_fields`` checked against each other and ``extra_body``; a ``ValueError`` of
+    one line for a field the engine does not send, a required one, or two options that contradict each other
+    (a ``TypeError`` for a string of names or a ``rename_fields`` that is no mapping).
+
+        >>> check_body_options(["temperature"], {"max_tokens": "max_completion_tokens"})[1]
+        {'max_tokens': 'max_completion_tokens'}
+        >>> check_body_options(["messages"])
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot drop 'messages': every request needs model and messages
+    """
+    if isinstance(drop_fields, str):
+        raise TypeError(f"drop_fields is a list of field names, got the string {drop_fields!r}")
+    if rename_fields is not None and not isinstance(rename_fields, Mapping):
+        raise TypeError(f"rename_fields maps old field names to new ones, got {rename_fields!r}")
+    drop = frozenset(drop_fields)
+    rename = dict(rename_fields or {})
+    extra = dict(extra_body or {})
+    sent = ", ".join(SAMPLING_FIELDS)
+    for field in sorted(drop, key=str) + list(rename):
+        verb = "drop" if field in drop else "rename"
+        if field in _REQUIRED_FIELDS:
+            raise ValueError(f"cannot {verb} {field!r}: every request needs model and messages")
+        if field not in SAMPLING_FIELDS:
+            raise ValueError(f"cannot {verb} {field!r}: not a field the engine sends ({sent})")
+    for old, new in rename.items():
+        if old in drop:
+            raise ValueError(f"{old!r} is both dropped and renamed")
+        if not isinstance(new, str) or not new or new == old:
+            raise ValueError(f"rename {old!r} to a new field name, got {new!r}")
+        if new in _REQUIRED_FIELDS or (new in SAMPLING_FIELDS and new not in drop and new not in rename):
+            raise ValueError(f"cannot rename {old!r} onto {new!r}: the engine sends {new!r} itself (drop it first)")
+        if list(rename.values()).count(new) > 1:
+            raise ValueError(f"two fields are renamed onto {new!r}")
+    for key in extra:
+        if key in _REQUIRED_FIELDS:
+            raise ValueError(f"extra body field {key!r} would replace the engine's own")
+        if key in drop or key in rename or key in rename.values():
+            raise ValueError(f"extra body field {key!r} is also dropped or renamed: give one of them")
+    return drop, rename
+
 
 class OpenAIEngine(InferenceEngine):
     """Generate through an OpenAI-compatible HTTP server.
@@ -62,7 +118,9 @@ class OpenAIEngine(InferenceEngine):
         return_token_ids: the older switch; False never asks for ``return_token_ids`` (logprobs still are).
         image_format: ``PNG`` (lossless, default) or ``JPEG``.
         max_concurrency: requests in flight at once for one ``generate``/``agenerate`` call.
-        extra_body: more fields merged into every request body.
+        drop_fields: sampling fields left out of every request (e.g. ``["temperature", "top_p"]``).
+        rename_fields: sampling fields sent under another name (e.g. ``{"max_tokens": "max_completion_tokens"}``).
+        extra_body: more fields merged into every request body (after dropping and renaming).
     """
 
     def __init__(
@@ -79,7 +137,9 @@ class OpenAIEngine(InferenceEngine):
         return_token_ids: bool | None = None,
         image_format: str = "PNG",
         max_concurrency: int = 16,
-        extra_body: dict[str, Any] | None = None,
+        drop_fields: Sequence[str] = (),
+        rename_fields: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ):
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
@@ -101,6 +161,7 @@ class OpenAIEngine(InferenceEngine):
             self.dropped.add("return_token_ids")
         self.image_format = image_format
         self.max_concurrency = max_concurrency
+        self.drop_fields, self.rename_fields = check_body_options(drop_fields, rename_fields, extra_body)
         self.extra_body = dict(extra_body or {})
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=self._headers)
@@ -176,7 +237,7 @@ class OpenAIEngine(InferenceEngine):
         refused = [f for f, named in _OPTIONAL_FIELDS.items()
                    if f in payload and err.status in (400, 422) and named.search(message)]
         if not refused:
-            raise err
+            raise _with_hint(err, payload)
         if self.token_ids == "on":
             raise ServerError(f"the model server refuses {', '.join(refused)}: use --token-ids auto (token_ids="
                               f"'auto') to go on without them, or off -- {err}", status=err.status,
@@ -215,8 +276,11 @@ class OpenAIEngine(InferenceEngine):
             body["seed"] = p.seed
         if p.stop:
             body["stop"] = list(p.stop)
-        for field in self.dropped:
+        for field in self.dropped | self.drop_fields:
             body.pop(field, None)
+        for old, new in self.rename_fields.items():
+            if old in body:
+                body[new] = body.pop(old)
         body.update(self.extra_body)
         return body
 
@@ -333,6 +397,17 @@ def _outcome(response: httpx.Response, url: str) -> Any:
     except (json.JSONDecodeError, ValueError):
         raise ServerError(f"{url} answered HTTP {status} with a body that is not JSON: "
                           f"{response.text[:200]!r}", status=status) from None
+
+
+def _with_hint(err: ServerError, payload: dict[str, Any]) -> ServerError:
+    """``err``, saying how to leave out or rename a sampling field its 400 names (a reasoning model's refusal)."""
+    named = [f for f in SAMPLING_FIELDS if f in payload and re.search(rf"\b{f}\b", str(err))]
+    if err.status != 400 or not named:
+        return err
+    field = named[0]
+    return ServerError(f"the model server refuses {field}? leave it out or rename it with --model-option "
+                       f"drop={field} or rename={field}:NEW (drop_fields, rename_fields) -- {err}",
+                       status=err.status, code=err.code)
 
 
 def _server_message(response: httpx.Response) -> str:

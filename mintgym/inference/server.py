@@ -3,8 +3,15 @@
 Routes: ``GET /health``, ``GET /v1/models``, ``POST /v1/chat/completions``. Besides the OpenAI fields,
 a response carries ``prompt_token_ids`` (top level), ``choices[0].token_ids`` (as vLLM's
 ``return_token_ids`` does) and ``policy_version``. Errors are OpenAI-style
-``{"error": {"message", "type", "param", "code"}}`` with 4xx for bad requests. Requests from concurrent
-callers are batched by :class:`~mintgym.inference.batching.RequestBatcher`.
+``{"error": {"message", "type", "param", "code"}}`` with 4xx for bad requests; a request naming another
+model than the one served is a 404 ``model_not_found`` (a request without ``model`` is answered). Requests
+from concurrent callers are batched by :class:`~mintgym.inference.batching.RequestBatcher`.
+
+``stream: true`` answers server-sent events as OpenAI does: ``data: {chunk}`` lines of
+``chat.completion.chunk`` objects (the role first, then the text cut at token boundaries, each chunk with
+its ``token_ids`` and, when asked, its logprobs), a last chunk with ``finish_reason``, a usage chunk when
+``stream_options.include_usage`` is set, then ``data: [DONE]``. The engine generates whole answers, so the
+chunks are sent once the answer is done: the stream has OpenAI's shape, not a shorter time to first token.
 
 Launch: ``mintgym serve-model PATH --port 8001`` or :func:`serve_model`.
 """
@@ -12,14 +19,17 @@ Launch: ``mintgym serve-model PATH --port 8001`` or :func:`serve_model`.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from mintgym.inference.base import InferenceEngine
@@ -27,6 +37,14 @@ from mintgym.inference.batching import RequestBatcher
 from mintgym.inference.images import DEFAULT_MAX_IMAGE_PIXELS, ImageError, ImageTooLarge
 from mintgym.inference.messages import split_messages
 from mintgym.inference.types import Generation, GenerationRequest, SamplingParams
+
+
+class StreamOptions(BaseModel):
+    """OpenAI's ``stream_options``: ``include_usage`` adds a last chunk with the token counts."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: bool = False
 
 
 class ChatCompletionRequest(BaseModel):
@@ -46,6 +64,7 @@ class ChatCompletionRequest(BaseModel):
     top_logprobs: int | None = Field(None, ge=0, le=20)
     n: int = 1
     stream: bool = False
+    stream_options: StreamOptions | None = None
 
 
 class _BadRequest(Exception):
@@ -70,11 +89,12 @@ def create_model_app(
     default_max_tokens: int = 256,
     api_key: str | None = None,
 ) -> FastAPI:
-    """The FastAPI app serving ``engine``; ``model_name`` is what ``/v1/models`` lists.
+    """The FastAPI app serving ``engine`` as ``model_name`` (default: the last part of the engine's ``name``, for
+    the hf engine its model folder's name), which ``/v1/models`` lists and requests may name.
 
     With ``api_key`` set, every route but ``/health`` needs ``Authorization: Bearer <api_key>``.
     """
-    name = model_name or getattr(engine, "name", None) or "mintgym-model"
+    name = model_name or Path(str(getattr(engine, "name", None) or "mintgym-model")).name
     batcher = RequestBatcher(engine, max_batch_size=max_batch_size, window_s=batch_window_s)
     tokenizer = getattr(engine, "tokenizer", None)
 
@@ -122,13 +142,18 @@ def create_model_app(
                                             "policy_version": engine.policy_version}]}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(body: ChatCompletionRequest) -> JSONResponse:
+    async def chat_completions(body: ChatCompletionRequest) -> Response:
+        if body.model is not None and body.model != name:
+            raise _BadRequest(f"The model `{body.model}` does not exist; this server serves `{name}`", status=404,
+                              code="model_not_found", param="model")
         # Decoding images is CPU work: off the event loop, so other callers are still accepted meanwhile.
         request = await asyncio.to_thread(_to_request, body, max_image_pixels, default_max_tokens)
         try:
             result = await batcher.submit(request)
         except ValueError as err:  # the engine refused this request's content
             raise _BadRequest(str(err)) from None
+        if body.stream:
+            return StreamingResponse(_events(result, body, name, tokenizer), media_type="text/event-stream")
         return JSONResponse(_to_response(result, body, name, tokenizer))
 
     return app
@@ -137,8 +162,6 @@ def create_model_app(
 def _to_request(body: ChatCompletionRequest, max_image_pixels: int, default_max_tokens: int) -> GenerationRequest:
     if body.n != 1:
         raise _BadRequest(f"only n=1 is supported, got n={body.n}", param="n")
-    if body.stream:
-        raise _BadRequest("streaming is not supported", param="stream")
     try:
         messages, images = split_messages(body.messages, max_image_pixels)
     except ImageTooLarge as err:
@@ -169,22 +192,33 @@ def _decode(tokenizer: Any, token_id: int) -> str:
     return tokenizer.decode([token_id]) if tokenizer is not None else f"token_id:{token_id}"
 
 
-def _to_response(g: Generation, body: ChatCompletionRequest, name: str, tokenizer: Any) -> dict[str, Any]:
-    logprobs = None
-    if body.logprobs and g.response_token_ids is not None and g.response_logprobs is not None:
-        content = []
-        for i, (tok, lp) in enumerate(zip(g.response_token_ids, g.response_logprobs)):
-            text = _decode(tokenizer, tok)
-            entry: dict[str, Any] = {"token": text, "logprob": lp, "bytes": list(text.encode("utf-8")),
-                                     "token_id": tok, "top_logprobs": []}
-            if g.top_logprobs:
-                entry["top_logprobs"] = [
-                    {"token": (t := _decode(tokenizer, alt)), "logprob": alt_lp, "bytes": list(t.encode("utf-8")),
-                     "token_id": alt} for alt, alt_lp in g.top_logprobs[i]]
-            content.append(entry)
-        logprobs = {"content": content}
+def _logprobs(g: Generation, body: ChatCompletionRequest, tokenizer: Any, start: int = 0,
+              end: int | None = None) -> dict[str, Any] | None:
+    """OpenAI's ``logprobs`` of the response tokens ``start:end``, when asked for and known."""
+    if not body.logprobs or g.response_token_ids is None or g.response_logprobs is None:
+        return None
+    known = min(len(g.response_token_ids), len(g.response_logprobs))
+    content = []
+    for i in range(start, known if end is None else min(end, known)):
+        tok = g.response_token_ids[i]
+        text = _decode(tokenizer, tok)
+        entry: dict[str, Any] = {"token": text, "logprob": g.response_logprobs[i],
+                                 "bytes": list(text.encode("utf-8")), "token_id": tok, "top_logprobs": []}
+        if g.top_logprobs:
+            entry["top_logprobs"] = [
+                {"token": (t := _decode(tokenizer, alt)), "logprob": alt_lp, "bytes": list(t.encode("utf-8")),
+                 "token_id": alt} for alt, alt_lp in g.top_logprobs[i]]
+        content.append(entry)
+    return {"content": content}
+
+
+def _usage(g: Generation) -> dict[str, int]:
     n_prompt = len(g.prompt_token_ids or [])
     n_response = len(g.response_token_ids or [])
+    return {"prompt_tokens": n_prompt, "completion_tokens": n_response, "total_tokens": n_prompt + n_response}
+
+
+def _to_response(g: Generation, body: ChatCompletionRequest, name: str, tokenizer: Any) -> dict[str, Any]:
     return {
         "id": g.request_id or f"chatcmpl-{uuid.uuid4().hex}",
         "object": "chat.completion",
@@ -194,10 +228,10 @@ def _to_response(g: Generation, body: ChatCompletionRequest, name: str, tokenize
             "index": 0,
             "message": {"role": "assistant", "content": g.text},
             "finish_reason": g.finish_reason,
-            "logprobs": logprobs,
+            "logprobs": _logprobs(g, body, tokenizer),
             "token_ids": g.response_token_ids,
         }],
-        "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_response, "total_tokens": n_prompt + n_response},
+        "usage": _usage(g),
         "prompt_token_ids": g.prompt_token_ids,
         "policy_version": g.policy_version,
         "logprobs_source": g.logprobs_source,
@@ -205,10 +239,49 @@ def _to_response(g: Generation, body: ChatCompletionRequest, name: str, tokenize
     }
 
 
-def serve_model(path: str, host: str = "127.0.0.1", port: int = 8001, *, max_batch_size: int = 16,
-                batch_window_s: float = 0.010, aligned_logprobs: bool = True, api_key: str | None = None,
-                log_level: str = "info") -> None:
-    """Load the checkpoint at ``path`` into an hf engine and serve it until interrupted.
+def _pieces(text: str, ids: list[int] | None, tokenizer: Any) -> list[tuple[str, int, int]]:
+    """``text`` cut at token boundaries for streaming: ``(piece, first token, end token)``, the pieces joining to
+    ``text``. Tokens whose text is not whole yet (part of a character, a skipped special token) join the next
+    piece; what does not decode to the text as it goes (a stop string cut off) ends up in the last one."""
+    if tokenizer is None or not ids:
+        return [(text, 0, len(ids or ()))]
+    pieces, sent, start = [], 0, 0
+    for end in range(1, len(ids) + 1):
+        piece = tokenizer.decode(ids[start:end], skip_special_tokens=True)
+        if piece and "\ufffd" not in piece and text.startswith(piece, sent):
+            pieces.append((piece, start, end))
+            sent, start = sent + len(piece), end
+    if sent < len(text) or start < len(ids):
+        pieces.append((text[sent:], start, len(ids)))
+    return pieces
+
+
+def _events(g: Generation, body: ChatCompletionRequest, name: str, tokenizer: Any) -> Iterator[str]:
+    """The server-sent events of a streamed answer (see the module docstring)."""
+    usage = body.stream_options is not None and body.stream_options.include_usage
+    head = {"id": g.request_id or f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": name, **({"usage": None} if usage else {})}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, **more}
+        return f"data: {json.dumps({**head, 'choices': [choice]})}\n\n"
+
+    ids = g.response_token_ids
+    yield chunk({"role": "assistant", "content": ""})
+    for piece, start, end in _pieces(g.text, ids, tokenizer):
+        token_ids = ids[start:end] if ids is not None else None
+        yield chunk({"content": piece}, logprobs=_logprobs(g, body, tokenizer, start, end), token_ids=token_ids)
+    yield chunk({}, g.finish_reason)
+    if usage:
+        yield f"data: {json.dumps({**head, 'choices': [], 'usage': _usage(g)})}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def serve_model(path: str, host: str = "127.0.0.1", port: int = 8001, *, model_name: str | None = None,
+                max_batch_size: int = 16, batch_window_s: float = 0.010, aligned_logprobs: bool = True,
+                api_key: str | None = None, log_level: str = "info") -> None:
+    """Load the checkpoint at ``path`` into an hf engine and serve it as ``model_name`` (default: the folder's
+    name) until interrupted.
 
     Bound to loopback by default; any other ``host`` requires ``api_key``.
     """
@@ -220,5 +293,6 @@ def serve_model(path: str, host: str = "127.0.0.1", port: int = 8001, *, max_bat
     from mintgym.inference.hf import HFEngine
 
     engine = HFEngine(path, aligned_logprobs=aligned_logprobs, max_batch_size=max_batch_size)
-    app = create_model_app(engine, max_batch_size=max_batch_size, batch_window_s=batch_window_s, api_key=api_key)
+    app = create_model_app(engine, model_name=model_name or Path(path).resolve().name,
+                           max_batch_size=max_batch_size, batch_window_s=batch_window_s, api_key=api_key)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -2,7 +2,10 @@
 
 It is a real ``Qwen2VLForConditionalGeneration`` (the architecture of Qwen2-VL and UI-TARS) with a tiny
 text and vision tower, a byte-level BPE tokenizer trained here on a small built-in corpus, the Qwen2-VL
-special tokens and a chat template, and a ``Qwen2VLProcessor``. Everything is written with
+special tokens and a chat template, and a ``Qwen2VLProcessor``. With ``architecture="idefics3"`` it is a tiny
+``Idefics3ForConditionalGeneration`` instead (Llama text, SigLIP vision, 32x32 images of 4 tokens each), with
+the same tokenizer plus Idefics3's image tokens and chat layout: the VLM that vLLM's CPU build loads (its
+Qwen2-VL needs torchvision; docs/bring-your-model.md, "vLLM on CPU"). Everything is written with
 ``save_pretrained``, so the loading code that loads real checkpoints loads it too::
 
     >>> from mintgym.models.tiny import build_tiny_vlm  # doctest: +SKIP
@@ -105,31 +108,60 @@ def build_tokenizer(vocab_size: int = 512):
     return tokenizer
 
 
+#: The architectures :func:`build_tiny_vlm` builds.
+ARCHITECTURES = ("qwen2_vl", "idefics3")
+
+#: Idefics3's chat layout (``User:<image>text<end_of_utterance>\nAssistant:``), written for the tiny model.
+IDEFICS3_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] | capitalize }}:"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or 'image' in part or 'image_url' in part %}<image>"
+    "{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+#: Idefics3's image tokens, added to the tiny tokenizer.
+IDEFICS3_TOKENS = ("<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>")
+#: The tiny Idefics3's image side (pixels) and patch size: each image is one 32x32 crop of 4x4 patches, which
+#: the connector's pixel shuffle (scale factor 2) turns into 4 image tokens.
+IDEFICS3_IMAGE_SIZE, IDEFICS3_PATCH_SIZE, IDEFICS3_SCALE_FACTOR = 32, 8, 2
+
+#: Options whose default depends on the architecture (None in the signature).
+_DEFAULTS = {
+    # head size 16 on Qwen2-VL; 32 on Idefics3, the smallest vLLM's CPU attention takes
+    "qwen2_vl": {"hidden_size": 64, "min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 64},
+    "idefics3": {"hidden_size": 128},
+}
+
+
 def build_tiny_vlm(
     path: str | os.PathLike,
     seed: int = 0,
     *,
-    hidden_size: int = 64,
+    architecture: str = "qwen2_vl",
+    hidden_size: int | None = None,
     num_layers: int = 2,
     num_heads: int = 4,
     vision_depth: int = 1,
     vision_embed_dim: int = 32,
     vision_num_heads: int | None = None,
     vocab_size: int = 512,
-    min_pixels: int = 28 * 28 * 4,
-    max_pixels: int = 28 * 28 * 64,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
     initializer_range: float = 0.02,
 ) -> str:
-    """Build and save a tiny random-weight Qwen2-VL (model, tokenizer, processor) under ``path``.
+    """Build and save a tiny random-weight Qwen2-VL (or Idefics3) (model, tokenizer, processor) under ``path``.
 
     Args:
         path: directory to write (created if missing).
         seed: seed of the random weights; the same seed gives the same weights.
-        hidden_size, num_layers, num_heads: the text decoder's size.
-        vision_depth, vision_embed_dim, vision_num_heads: the vision tower's size (patch 14, spatial
-            merge 2); heads default to one per 16 dims.
+        architecture: ``qwen2_vl`` (default) or ``idefics3``.
+        hidden_size, num_layers, num_heads: the text decoder's size (hidden size 64 for Qwen2-VL, 128 for
+            Idefics3 by default).
+        vision_depth, vision_embed_dim, vision_num_heads: the vision tower's size (Qwen2-VL: patch 14,
+            spatial merge 2); heads default to one per 16 dims.
         vocab_size: BPE vocabulary size before the special tokens.
-        min_pixels, max_pixels: the image processor's resize bounds (images become 4 to 64 tokens).
+        min_pixels, max_pixels: Qwen2-VL's image processor's resize bounds (default: images become 4 to 64
+            tokens); Idefics3's images are resized to one 32x32 crop, and these may not be given.
         initializer_range: the std of the random weights (Qwen2-VL's 0.02 by default). Tiny towers start
             nearly blind at 0.02: what an image adds to the last token's logits is too small for gradient
             descent to find in minutes; about 1/sqrt(hidden_size) lets a tiny model learn from pixels.
@@ -137,17 +169,26 @@ def build_tiny_vlm(
     Returns:
         ``path`` as a string.
     """
-    chosen = {k: v for k, v in locals().items() if k not in ("path", "seed")}
+    options = build_options(seed, **{k: v for k, v in locals().items() if k not in ("path", "seed")})
+    hidden_size = options["hidden_size"]
+    if hidden_size % num_heads or (hidden_size // num_heads) % 4:
+        raise ValueError(f"hidden_size {hidden_size} must split into {num_heads} heads of a size divisible by 4")
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    build = _build_idefics3 if options.get("architecture") == "idefics3" else _build_qwen2_vl
+    build(out, **{k: v for k, v in options.items() if k != "architecture"})
+    (out / BUILD_FILE).write_text(json.dumps(options, sort_keys=True))
+    return str(out)
+
+
+def _build_qwen2_vl(out: Path, *, seed: int, hidden_size: int, num_layers: int, num_heads: int, vision_depth: int,
+                    vision_embed_dim: int, vision_num_heads: int | None, vocab_size: int, min_pixels: int,
+                    max_pixels: int, initializer_range: float) -> None:
     import torch
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     from mintgym.models.loading import _image_only_processor_class, save_processor
-
-    if hidden_size % num_heads or (hidden_size // num_heads) % 4:
-        raise ValueError(f"hidden_size {hidden_size} must split into {num_heads} heads of a size divisible by 4")
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True)
 
     tokenizer = build_tokenizer(vocab_size)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
@@ -185,8 +226,45 @@ def build_tiny_vlm(
     processor = _image_only_processor_class(Qwen2VLProcessor)(
         image_processor=image_processor, tokenizer=tokenizer, video_processor=None, chat_template=CHAT_TEMPLATE)
     save_processor(processor, out)
-    (out / BUILD_FILE).write_text(json.dumps(build_options(seed, **chosen), sort_keys=True))
-    return str(out)
+
+
+def _build_idefics3(out: Path, *, seed: int, hidden_size: int, num_layers: int, num_heads: int, vision_depth: int,
+                    vision_embed_dim: int, vision_num_heads: int | None, vocab_size: int,
+                    initializer_range: float) -> None:
+    import torch
+    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
+    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
+    tokenizer = build_tokenizer(vocab_size)
+    tokenizer.add_special_tokens({"additional_special_tokens": list(IDEFICS3_TOKENS)})
+    tokenizer.eos_token = "<end_of_utterance>"
+    image, end, pad = tokenizer.convert_tokens_to_ids(["<image>", "<end_of_utterance>", "<|endoftext|>"])
+    config = Idefics3Config(
+        text_config={"model_type": "llama", "vocab_size": len(tokenizer), "hidden_size": hidden_size,
+                     "intermediate_size": 2 * hidden_size, "num_hidden_layers": num_layers,
+                     "num_attention_heads": num_heads, "num_key_value_heads": max(1, num_heads // 2),
+                     "max_position_embeddings": 4096, "pad_token_id": pad, "eos_token_id": end, "bos_token_id": pad,
+                     "initializer_range": initializer_range},
+        vision_config={"hidden_size": vision_embed_dim, "intermediate_size": 2 * vision_embed_dim,
+                       "num_hidden_layers": vision_depth,
+                       "num_attention_heads": vision_num_heads or max(1, vision_embed_dim // 16),
+                       "image_size": IDEFICS3_IMAGE_SIZE, "patch_size": IDEFICS3_PATCH_SIZE,
+                       "initializer_range": initializer_range},
+        scale_factor=IDEFICS3_SCALE_FACTOR, image_token_id=image, tie_word_embeddings=False,
+        initializer_range=initializer_range, pad_token_id=pad)
+    torch.manual_seed(seed)
+    model = Idefics3ForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = [end, pad]
+    model.generation_config.pad_token_id = pad
+    model.generation_config.bos_token_id = pad
+    model.generation_config.do_sample = False
+    model.save_pretrained(out)
+    side = {"longest_edge": IDEFICS3_IMAGE_SIZE}
+    images = Idefics3ImageProcessorPil(do_image_splitting=False, size=side, max_image_size=side)
+    tokens = (IDEFICS3_IMAGE_SIZE // IDEFICS3_PATCH_SIZE) ** 2 // IDEFICS3_SCALE_FACTOR ** 2
+    # Idefics3's processor has no video processor: its own save_pretrained keeps image_seq_len.
+    Idefics3Processor(image_processor=images, tokenizer=tokenizer, image_seq_len=tokens,
+                      chat_template=IDEFICS3_CHAT_TEMPLATE).save_pretrained(out)
 
 
 #: What a tiny model was built with, next to its weights: a run can tell a cached model from another one.
@@ -194,7 +272,9 @@ BUILD_FILE = "mintgym_tiny.json"
 
 
 def build_options(seed: int = 0, **options: Any) -> dict[str, Any]:
-    """The seed and every option of :func:`build_tiny_vlm`, defaults filled in (what ``BUILD_FILE`` holds)."""
+    """The seed and every option of :func:`build_tiny_vlm` that applies to its architecture, defaults filled in
+    (what ``BUILD_FILE`` holds). A Qwen2-VL's record names no architecture, as before the option existed, so
+    that tiny models built then still match."""
     import inspect
 
     defaults = {name: p.default for name, p in inspect.signature(build_tiny_vlm).parameters.items()
@@ -202,7 +282,19 @@ def build_options(seed: int = 0, **options: Any) -> dict[str, Any]:
     unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise TypeError(f"build_tiny_vlm got unknown option(s) {unknown}")
-    return {"seed": seed, **defaults, **options}
+    chosen = {**defaults, **options}
+    architecture = chosen.pop("architecture")
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"build_tiny_vlm: architecture {architecture!r} is not one of {list(ARCHITECTURES)}")
+    if architecture != "qwen2_vl":
+        given = sorted(k for k in ("min_pixels", "max_pixels") if chosen.pop(k) is not None)
+        if given:
+            raise ValueError(f"build_tiny_vlm: {', '.join(given)} apply to qwen2_vl only, not {architecture}")
+        chosen["architecture"] = architecture
+    for name, value in _DEFAULTS[architecture].items():
+        if chosen[name] is None:
+            chosen[name] = value
+    return {"seed": seed, **chosen}
 
 
 def main(path: str, seed: int = 0) -> None:

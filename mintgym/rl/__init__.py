@@ -7,6 +7,7 @@
 - :mod:`mintgym.rl.sync`: when weights are published and how long a worker may lag in loading them.
 - :mod:`mintgym.rl.evaluate`: the final evaluation.
 - :mod:`mintgym.rl.run`: :func:`~mintgym.rl.run.train`, the loop.
+- :mod:`mintgym.rl.lockstep`: the run under torchrun: rank 0's learner calls followed by every rank's shard.
 
 ``mintgym.trainer`` keeps what the learner process needs alone: the learner, the loss, checkpoints, config.
 """

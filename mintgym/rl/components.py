@@ -5,7 +5,8 @@ the learner (resumed from the run's last checkpoint) and the rollout worker acto
 workers (restarts, sync-mode collection) and the env servers it started (a dead one is restarted and the
 workers moved to it; one that cannot be restarted fails the run, naming it), reports what the workers'
 episodes did each step (failures by kind, groups lost), checkpoints, and ``close()`` stops everything it
-started. The loop that drives it is :func:`mintgym.rl.run.train`.
+started. Under torchrun it is rank 0's: its learner's calls are run by every rank on its shard
+(:mod:`mintgym.rl.lockstep`). The loop that drives it is :func:`mintgym.rl.run.train`.
 """
 
 from __future__ import annotations
@@ -21,15 +22,14 @@ from typing import Any
 import torch
 
 from mintgym.buffer.store import TrajectoryBuffer
+from mintgym.config import RunConfig
 from mintgym.errors import BackendError, MintGymError
 from mintgym.rl import wiring
+from mintgym.rl.lockstep import LockstepLearner, Ranks
 from mintgym.rl.sync import WeightSync, worker_doing
-from mintgym.rl.warm_start import warm_start
 from mintgym.runtime.fleet import ServerGroup
 from mintgym.runtime.providers import ServerHandle
-from mintgym.trainer.ckpt import load_latest, save_checkpoint, seed_all
-from mintgym.trainer.config import RunConfig
-from mintgym.trainer.learner import Learner
+from mintgym.trainer.ckpt import seed_all
 
 
 @dataclass
@@ -81,8 +81,8 @@ class EpisodeReport:
 class Run:
     """The live parts of one run; ``close()`` stops all of them."""
 
-    def __init__(self, cfg: RunConfig, out: Path, log: Callable[[str], None]):
-        self.cfg, self.out, self.log = cfg, out, log
+    def __init__(self, cfg: RunConfig, out: Path, log: Callable[[str], None], ranks: Ranks | None = None):
+        self.cfg, self.out, self.log, self.ranks = cfg, out, log, ranks
         seed_all(cfg.train.seed)  # a resume then sets them as its checkpoint saved them
         torch.set_num_threads(cfg.rollout.torch_threads)
         self.model_path = wiring.model_path(cfg)
@@ -111,15 +111,17 @@ class Run:
     def _start(self) -> None:
         cfg = self.cfg
         self.weights = wiring.weight_transport(cfg, self.out)
+        self.log(f"starting env servers: {', '.join(cfg.domains)}")
         self.env_urls = wiring.env_servers(cfg, self.servers)
         self.buffer = self._build_buffer()
+        self.log(f"loading the model into the learner: {self.model_path}")
         self.step = self._build_learner()
-        if self.step == 0 and warm_start(cfg, self.learner.model, self.learner.processor, self.env_urls, self.out,
-                                         self.log) is not None:
+        if self.step == 0 and self.learner.warm_start(cfg, self.env_urls, self.out, self.log) is not None:
             # A new version: the engines start from the checkpoint on disk (version 0) and load only newer weights.
             self.learner.restored(self.learner.version + 1)
         self.sync = WeightSync(self.weights, cfg.train, self.workers)
         self.sync.send_first(self.learner.version, self.learner.state_dict())
+        self.log(f"starting {cfg.rollout.workers} rollout worker(s); each loads the model into its engine")
         self._build_workers()
 
     def _build_buffer(self) -> Any:
@@ -135,13 +137,8 @@ class Run:
         What it holds when this returns is what the workers start from (the first weights sent)."""
         import ray
 
-        from mintgym.models.loading import load_model, load_processor
-
-        cfg = self.cfg
-        dtype = getattr(torch, cfg.model.dtype) if cfg.model.dtype else None
-        self.learner = Learner(load_model(self.model_path, dtype=dtype, device=cfg.model.device),
-                               load_processor(self.model_path), cfg.train)
-        loaded = load_latest(self.out, self.learner.model, self.learner.optimizer, self.log)
+        self.learner = LockstepLearner.build(self.cfg, self.model_path, self.ranks)
+        loaded = self.learner.load_latest(self.out, self.log)
         if loaded is None:
             return 0
         resume, state = loaded
@@ -159,20 +156,9 @@ class Run:
         actor = ray.remote(RolloutWorker).options(max_restarts=ro.max_restarts, max_task_retries=0,
                                                   num_cpus=ro.worker_num_cpus, num_gpus=ro.worker_num_gpus,
                                                   resources=ro.worker_resources or None, max_concurrency=1000)
-        tasks = [(t.id, t.seeds, t.domain) for t in cfg.tasks for _ in range(t.weight)]
         for i in range(ro.workers):
-            spec = WorkerSpec(worker_id=i, model_path=self.model_path, tasks=tasks,
-                              env_urls=wiring.servers_of_worker(self.env_urls, i, ro.workers),
-                              eval_seeds={t.id: t.eval_seeds for t in cfg.tasks if t.eval_seeds},
-                              session_options={d: cfg.env_for(d).session_options for d in cfg.domains},
-                              engine=cfg.engine.name, engine_options=cfg.engine.options,
-                              agent=cfg.agent.kind, agent_options=cfg.agent.options, max_turns=cfg.agent.max_turns,
-                              group_size=ro.group_size, groups_in_flight=ro.groups_in_flight,
-                              temperature=ro.temperature, max_new_tokens=ro.max_new_tokens,
-                              episode_timeout=ro.episode_timeout, torch_threads=ro.torch_threads,
-                              simulated_step_seconds=tuple(ro.simulated_step_seconds)
-                              if ro.simulated_step_seconds else None,
-                              seed=cfg.train.seed * 1000 + self.step)
+            spec = WorkerSpec(worker_id=i, run=cfg, env_urls=wiring.servers_of_worker(self.env_urls, i, ro.workers),
+                              model_path=self.model_path, seed=cfg.train.seed * 1000 + self.step)
             with wiring.ray_quiet(self.out, not cfg.log.ray):
                 self.workers.append(actor.remote(spec, self.buffer, self.weights))
 
@@ -309,9 +295,7 @@ class Run:
         import ray
 
         buffer_state = ray.get(self.buffer.state_dict.remote())
-        return save_checkpoint(self.out, self.step, self.learner.model, self.learner.optimizer,
-                               {"version": self.learner.version, "buffer": buffer_state},
-                               processor=self.learner.processor)
+        return self.learner.checkpoint(self.out, self.step, {"version": self.learner.version, "buffer": buffer_state})
 
     # -- end ------------------------------------------------------------------------------------------
 

@@ -1,13 +1,13 @@
 """Layer 7: a run's policy evaluated as any agent is: through ``mintgym eval``'s harness, with the run's spec.
 
 The run's tasks are played on their held-out seeds (``eval_seeds``; a task without them on its ``seeds``, the
-first ``train.eval_groups`` of them when that is set), one episode a seed, by the run's own agent (its kind and
-options, the rollout's ``max_new_tokens``) at ``train.eval_temperature`` (else the rollout's temperature), over
+first ``eval.groups`` of them when that is set), one episode a seed, by the run's own agent (its kind and
+options, the rollout's ``max_new_tokens``) at ``eval.temperature`` (else the rollout's temperature), over
 the run's engine loaded from a checkpoint folder (or an OpenAI-compatible server that serves it). The output is
 the harness's: ``results.json``, ``report.html`` and every episode's trajectory.
 
 ``mintgym eval --config RUN.yaml`` and ``mintgym eval --model RUN_FOLDER`` call :func:`evaluate_policy`; so
-does a run's final evaluation (``train.eval_groups``), on its final checkpoint, into ``<out>/eval/``, with
+does a run's final evaluation (``eval.groups``), on its final checkpoint, into ``<out>/eval/``, with
 ``<out>/final_eval.json`` the per-domain summary (:func:`summary`).
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mintgym.config import RunConfig, engine_kwargs
 from mintgym.errors import MintGymError
-from mintgym.trainer.config import RunConfig
 
 #: Where a run's final evaluation writes its results (``mintgym eval``'s layout), under the run folder.
 FINAL_EVAL_DIR = "eval"
@@ -29,7 +29,7 @@ def held_out_suite(cfg: RunConfig, per_task: int | None = None) -> Any:
     """The run's tasks on their held-out seeds (see the module docstring) as a harness benchmark."""
     from mintgym.evals.suites import Benchmark
 
-    limit = per_task or cfg.train.eval_groups or None
+    limit = per_task or cfg.eval.groups or None
     task_seeds = []
     for task in cfg.tasks:
         seeds = list(task.eval_seeds or task.seeds or range(limit or 1))
@@ -40,13 +40,13 @@ def held_out_suite(cfg: RunConfig, per_task: int | None = None) -> Any:
 
 
 def temperature_of(cfg: RunConfig) -> float:
-    return cfg.rollout.temperature if cfg.train.eval_temperature is None else cfg.train.eval_temperature
+    return cfg.rollout.temperature if cfg.eval.temperature is None else cfg.eval.temperature
 
 
 def describe(cfg: RunConfig, model: str, engine: str, model_url: str | None = None) -> dict[str, Any]:
     """What the evaluation records about its agent (``run.json``'s key): the spec's agent, engine and model."""
     return {"agent": cfg.agent.kind, "agent_options": cfg.agent.options, "engine": engine, "model": model,
-            "model_url": model_url, "engine_options": cfg.engine.options, "temperature": temperature_of(cfg),
+            "model_url": model_url, "engine_options": engine_kwargs(cfg.engine), "temperature": temperature_of(cfg),
             "max_new_tokens": cfg.rollout.max_new_tokens}
 
 
@@ -68,9 +68,8 @@ def open_policy(cfg: RunConfig, model: str | None, model_url: str | None, concur
     if model_url:
         _, sampler = open_engine("openai", base_url=model_url, model=model, api_key=api_key)
         return sampler, "openai"
-    options = dict(cfg.engine.options)
-    batch = min(concurrency, int(options.get("max_batch_size", 16)))
-    _, sampler = open_engine(cfg.engine.name, batch=batch, model_path=model, **options)
+    batch = min(concurrency, cfg.engine.options.max_batch_size)
+    _, sampler = open_engine(cfg.engine.name, batch=batch, model_path=model, **engine_kwargs(cfg.engine))
     return sampler, cfg.engine.name
 
 

@@ -23,7 +23,9 @@ A run whose last checkpoint is at ``train.steps`` is finished: calling it again 
 run folder against its record (:mod:`mintgym.rl.run_folder`). SIGTERM (a job scheduler's stop) stops the run
 as Ctrl-C does: workers and env servers stopped, the last checkpoint named.
 
-Launch with ``mintgym train --config examples/quickstart.yaml --out runs/q``.
+Launch with ``mintgym train --config examples/quickstart.yaml --out runs/q``; with the learner sharded over the
+GPUs of a node, ``torchrun --nproc-per-node N -m mintgym.cli train ...`` (rank 0 runs this loop, the other ranks
+follow its learner calls: :mod:`mintgym.rl.lockstep`).
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from mintgym.buffer.types import Batch
+from mintgym.config import RunConfig
 from mintgym.errors import MintGymError
 from mintgym.rl import wiring
 from mintgym.rl.components import Run
 from mintgym.rl.evaluate import FINAL_EVAL_DIR, evaluate_policy, summary, temperature_of
+from mintgym.rl.lockstep import Ranks
 from mintgym.rl.run_folder import open_run_folder
 from mintgym.trainer.ckpt import latest_checkpoint
-from mintgym.trainer.config import RunConfig
 from mintgym.trainer.runlog import RunLogger, clock
 
 
@@ -60,10 +63,12 @@ class RunResult:
     buffer: dict[str, Any] = field(default_factory=dict)
     worker_restarts: int = 0
     seconds: float = 0.0
-    #: ``train.eval_groups``: the final weights' rewards per domain (see :func:`mintgym.rl.evaluate.final_eval`).
+    #: ``eval.groups``: the final weights' rewards per domain (see :func:`mintgym.rl.evaluate.final_eval`).
     final_eval: dict[str, Any] | None = None
     #: The run had reached ``train.steps`` already: nothing was started.
     finished: bool = False
+    #: The last checkpoint this call wrote (None when it wrote none).
+    checkpoint: Path | None = None
 
     def mean_reward(self, first: bool, k: int = 3) -> float:
         rows = [h["reward/mean"] for h in self.history if not math.isnan(h.get("reward/mean", math.nan))]
@@ -72,8 +77,11 @@ class RunResult:
 
 
 def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = None,
-          log: Callable[[str], None] = print, after_step: Callable[[Run, dict], None] | None = None) -> RunResult:
-    """Run (or resume from ``out``'s last checkpoint) until ``cfg.train.steps`` (or ``max_steps`` this call)."""
+          log: Callable[[str], None] = print, after_step: Callable[[Run, dict], None] | None = None,
+          ranks: Ranks | None = None) -> RunResult:
+    """Run (or resume from ``out``'s last checkpoint) until ``cfg.train.steps`` (or ``max_steps`` this call).
+    ``ranks``: rank 0's view of torchrun's ranks (:func:`mintgym.rl.lockstep.join`), whose learner calls the
+    other ranks follow; the caller stops them (:meth:`~mintgym.rl.lockstep.Ranks.stop`) once this returns."""
     # -- a finished run, or the parts of a new or resumed one --------------------------------------------
     out = Path(out)
     done = wiring.finished_step(cfg, out)
@@ -86,18 +94,19 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
     t_start = time.monotonic()
     before = wiring.interrupt_on_sigterm()
     try:
-        return _train(cfg, out, max_steps, log, after_step, t_start)
+        return _train(cfg, out, max_steps, log, after_step, t_start, ranks)
     finally:
         if before is not None:
             signal.signal(signal.SIGTERM, before)
 
 
 def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str], None],
-           after_step: Callable[[Run, dict], None] | None, t_start: float) -> RunResult:
+           after_step: Callable[[Run, dict], None] | None, t_start: float, ranks: Ranks | None) -> RunResult:
     import ray
 
+    log(f"starting Ray (then env servers, the learner and {cfg.rollout.workers} rollout worker(s))")
     try:
-        run = Run(cfg, out, log)
+        run = Run(cfg, out, log, ranks)
     except KeyboardInterrupt:
         last = latest_checkpoint(out)
         log("interrupted while starting (or warm-starting): "
@@ -121,7 +130,9 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
         if tc.mode == "async":
             run.start_workers()
         end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
-        first_step, t_loop = run.step, time.monotonic()
+        log(f"started in {clock(time.monotonic() - t_start)}; warming up: step {run.step + 1} waits for the "
+            f"workers' first {tc.groups_per_step} group(s) (the ETA shows from step {run.step + 1 + ETA_STEPS} on)")
+        first_step, t_warm = run.step, None
         max_failed = tc.max_failed_steps
         failed_steps = 0  # steps in a row that trained on nothing because every episode that ended failed
         while run.step < end:
@@ -155,9 +166,10 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
             every = cfg.log.sample_episodes_every
             if every and run.step % every == 0:  # after the step's timings: not counted in time/step
                 _write_samples(run, batch)
-            per_step = (time.monotonic() - t_loop) / (run.step - first_step)
             log(logger.progress(run.step, end, metrics, elapsed=time.monotonic() - t_start,
-                                eta=per_step * (end - run.step)) + episodes.summary())
+                                eta=eta(t_warm, run.step - first_step - 1, end - run.step)) + episodes.summary())
+            if t_warm is None:
+                t_warm = time.monotonic()  # the first step's wait (model loads, first groups) is not a step's cost
             if metrics.get("samples") or (episodes.episodes and not episodes.all_failed):
                 failed_steps = 0
             elif episodes.all_failed:
@@ -175,9 +187,10 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
         if not (tc.checkpoint_every and run.step % tc.checkpoint_every == 0):
             run.checkpoint()
         result.steps = run.step
+        result.checkpoint = latest_checkpoint(out)
         result.buffer = ray.get(run.buffer.stats.remote())
         result.worker_restarts = run.restarts
-        if tc.eval_groups:
+        if run.cfg.eval.groups:
             result.final_eval = _final_eval(run, out, log)
     except KeyboardInterrupt:
         interrupted = True
@@ -192,6 +205,21 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
     result.seconds = time.monotonic() - t_start
     log(f"finished step {result.steps}/{tc.steps} in {clock(result.seconds)}")
     return result
+
+
+#: Steps after the first that the ETA averages before it shows: in async mode a step that finds its groups
+#: already played (lag) takes no time and the next one waits, so one step alone misjudges the pace.
+ETA_STEPS = 2
+
+
+def eta(since: float | None, steps_since: int, left: int) -> float | None:
+    """Seconds left for ``left`` steps, at the mean pace of the ``steps_since`` steps that ended after
+    ``since`` (the end of the first step of this process); None before there are :data:`ETA_STEPS` of them.
+    The first step is left out: it also waits for the workers' engines to load and play their first groups
+    (on a tiny run, ten times a step)."""
+    if since is None or steps_since < ETA_STEPS:
+        return None
+    return (time.monotonic() - since) / steps_since * left
 
 
 def _final_eval(run: Run, out: Path, log: Callable[[str], None]) -> dict[str, Any]:

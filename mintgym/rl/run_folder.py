@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mintgym.config import ConfigError, RunConfig
 from mintgym.errors import MintGymError
 from mintgym.run_record import changes, short
 from mintgym.trainer.ckpt import checkpoint_step, latest_checkpoint
-from mintgym.trainer.config import ConfigError, RunConfig
 
 #: Dotted config keys (and the keys under them) a run keeps from its first start to its end.
 FIXED = ("model.path", "model.build_tiny", "model.tiny_seed", "model.tiny_options", "model.dtype", "tasks",

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
+from mintgym.config import TrainConfig
 from mintgym.errors import error_line
-from mintgym.trainer.config import TrainConfig
 from mintgym.weights.base import WeightBroadcast, WeightSyncFailed, WeightSyncTimeout
 
 

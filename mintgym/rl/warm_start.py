@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mintgym.config import RunConfig
 from mintgym.errors import MintGymError
-from mintgym.trainer.config import RunConfig
 
 
 def oracle_jobs(cfg: RunConfig) -> dict[str, list[Any]]:
@@ -96,17 +96,17 @@ def check_dataset(cfg: RunConfig) -> str | None:
 
 
 def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, list[str]], out: Path,
-               log: Callable[[str], None]) -> dict[str, Any] | None:
+               log: Callable[[str], None], *, train: Callable[[Path], dict[str, Any]] | None = None
+               ) -> dict[str, Any] | None:
     """Run the configured warm start on ``model`` in place (as the learner holds it: float32 masters under
     ``train.precision: mixed``, trained under its autocast); returns its summary (None: not configured). The
-    summary also goes to ``<out>/warm_start/summary.json``."""
+    summary also goes to ``<out>/warm_start/summary.json``. ``train`` runs the supervised steps on the dataset
+    folder it is given (default :func:`supervised_warm_start` on ``model``; a sharded learner's rank 0 has every
+    rank run them)."""
     import datasets
-    import torch
 
     from mintgym.inference.hf import HFEngine
     from mintgym.rollout.agents import agent_factory
-    from mintgym.trainer.precision import Precision
-    from mintgym.trainer.sft import dataset_sequences, supervised_steps
     from mintgym.trajectory.imitation import imitation_dataset
 
     ws = cfg.warm_start
@@ -140,18 +140,38 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
         if unchecked:
             log(unchecked)
             summary["held_out_checked"] = False
+    if train is None:
+        summary.update(supervised_warm_start(cfg, model, processor, path, log))
+    else:
+        summary.update(train(path))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def supervised_warm_start(cfg: RunConfig, model: Any, processor: Any, path: Path, log: Callable[[str], None], *,
+                          root: Any = None, shards: Any = None) -> dict[str, Any]:
+    """The warm start's ``steps`` supervised steps on the imitation dataset at ``path``; returns the summary's
+    dataset, example count and losses. Sharded (``shards``, ``root`` the learner's FSDP root), every rank calls it
+    and runs its share of each batch."""
+    import datasets
+    import torch
+
+    from mintgym.trainer.precision import Precision
+    from mintgym.trainer.sft import dataset_sequences, supervised_steps
+
+    ws = cfg.warm_start
+    datasets.disable_progress_bars()
     dataset = datasets.load_from_disk(str(path))
     started = time.monotonic()
     sequences = dataset_sequences(dataset, model, processor)
     log(f"warm start: {len(sequences)} sequences tokenized in {time.monotonic() - started:.0f} s")
     every = max(1, ws.steps // 10)
     precision = Precision.of(getattr(torch, cfg.model.dtype or "float32"), cfg.train.precision)  # the learner's
-    losses = supervised_steps(model, sequences, steps=ws.steps, lr=ws.lr, batch_size=ws.batch_size,
-                              seed=cfg.train.seed, micro_batch=cfg.train.micro_batch, precision=precision,
+    losses = supervised_steps(model if root is None else root, sequences, steps=ws.steps, lr=ws.lr,
+                              batch_size=ws.batch_size, seed=cfg.train.seed, micro_batch=cfg.train.micro_batch,
+                              precision=precision, shards=shards,
                               log=lambda k, loss: k % every == 0 and log(f"warm start step {k}/{ws.steps}: "
                                                                          f"loss {loss:.3f}"))
-    summary.update(dataset=str(path), examples=len(sequences), first_loss=losses[0], last_loss=losses[-1],
-                   losses=losses)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2))
-    return summary
+    return {"dataset": str(path), "examples": len(sequences), "first_loss": losses[0], "last_loss": losses[-1],
+            "losses": losses}

@@ -1,6 +1,6 @@
 """Layer 7: from the typed run config to the parts of a run: the model, env servers, weight transport, Ray.
 
-Each function reads one part of :class:`~mintgym.trainer.config.RunConfig` and builds that part; nothing
+Each function reads one part of :class:`~mintgym.config.RunConfig` and builds that part; nothing
 here holds state. :mod:`mintgym.rl.components` calls them in order and owns what they return.
 """
 
@@ -16,11 +16,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from mintgym.config import EnvConfig, RunConfig
 from mintgym.errors import MintGymError
 from mintgym.runtime.fleet import ServerGroup, start_env_servers
 from mintgym.runtime.providers import Provider
 from mintgym.trainer.ckpt import checkpoint_step, latest_checkpoint
-from mintgym.trainer.config import EnvConfig, RunConfig
 from mintgym.weights.base import WeightBroadcast
 
 

@@ -45,12 +45,13 @@ import re
 import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mintgym.allocator import tune_malloc
 from mintgym.buffer.types import Group, Sample
+from mintgym.config import RunConfig, engine_kwargs
 from mintgym.errors import first_line
 from mintgym.inference import InferenceEngine
 from mintgym.rollout.agents import make_episode_agent
@@ -60,36 +61,30 @@ from mintgym.rollout.recording import RecordingEngine
 
 @dataclass
 class WorkerSpec:
-    """Everything a worker needs, picklable."""
+    """What one worker plays, picklable: the run's spec itself (its tasks, engine, agent and rollout sections),
+    the worker's share of the env servers and the seed of its task stream."""
 
     worker_id: int
-    model_path: str
-    #: (task id, seeds or None, env domain) the worker cycles through.
-    tasks: list[tuple[str, list[int] | None, str]]
+    run: RunConfig
     #: This worker's env server URLs per domain (its share: ``mintgym.rl.wiring.servers_of_worker``); its
     #: pool of each domain spreads its sessions over them.
     env_urls: dict[str, list[str]]
-    #: Seeds of the final evaluation per task id, where they differ from the training seeds.
-    eval_seeds: dict[str, list[int]] = field(default_factory=dict)
-    #: Options of the env sessions per domain (``EnvConfig.session_options``).
-    session_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    engine: str = "hf"
-    engine_options: dict[str, Any] = field(default_factory=dict)
-    agent: str = "answer"
-    agent_options: dict[str, Any] = field(default_factory=dict)
-    #: Model turns per episode: the env session truncates the episode there (gymnasium semantics).
-    max_turns: int | None = None
-    group_size: int = 8
-    groups_in_flight: int = 2
-    temperature: float = 1.0
-    max_new_tokens: int = 16
-    episode_timeout: float = 300.0
-    torch_threads: int = 1
+    #: The checkpoint the engine opens first (None: ``run.model.path``).
+    model_path: str | None = None
+    #: Seed of the worker's task and seed stream (the run's, moved on at each restart of the workers).
     seed: int = 0
     #: Seconds between polls when admission is denied.
     admission_poll: float = 0.02
-    #: Benchmarks only: extra seconds per env step, lognormal with this mean and sigma (None: none).
-    simulated_step_seconds: tuple[float, float] | None = None
+
+    @property
+    def schedule(self) -> list[tuple[str, list[int] | None, str]]:
+        """(task id, seeds or None, env domain) in turn, each task ``weight`` times."""
+        return [(t.id, t.seeds, t.domain) for t in self.run.tasks for _ in range(t.weight)]
+
+    @property
+    def eval_seeds(self) -> dict[str, list[int]]:
+        """The held-out seeds per task id, never drawn by a task without training seeds."""
+        return {t.id: t.eval_seeds for t in self.run.tasks if t.eval_seeds}
 
 
 #: Distinct kinds of failed episodes a worker counts apart; the rest count as ``(other errors)``.
@@ -177,9 +172,9 @@ class RolloutWorker:
         self.instance = uuid.uuid4().hex
         self._rng = random.Random(spec.seed * 7919 + spec.worker_id)
         #: The tasks' domains in turn (a domain once per task) and each domain's own tasks in turn.
-        self._domain_turns = [domain for _, _, domain in spec.tasks]
+        self._domain_turns = [domain for _, _, domain in spec.schedule]
         self._next_turn = 0
-        self._tasks_of = {d: itertools.cycle([t for t in spec.tasks if t[2] == d]) for d in self._domain_turns}
+        self._tasks_of = {d: itertools.cycle([t for t in spec.schedule if t[2] == d]) for d in self._domain_turns}
         #: Groups whose domain is chosen and whose admission is not settled yet, per domain.
         self._choosing: dict[str, int] = {}
         #: Groups going (domain chosen, not ended yet) per domain: at most ``groups_in_flight`` each.
@@ -200,21 +195,22 @@ class RolloutWorker:
         from mintgym.client.aio import AsyncEnvClient
         from mintgym.runtime.pool import EnvPool
 
-        torch.set_num_threads(self.spec.torch_threads)
+        run, rollout = self.spec.run, self.spec.run.rollout
+        torch.set_num_threads(rollout.torch_threads)
         self._weights_lock = asyncio.Lock()
-        options = dict(self.spec.engine_options)
-        if self.spec.engine == "hf":
-            options.setdefault("seed", self.spec.seed * 1000 + self.spec.worker_id)
+        options = engine_kwargs(run.engine)
+        if "seed" not in options:
+            options["seed"] = self.spec.seed * 1000 + self.spec.worker_id
         # The G episodes of a group call the model at once, one request each: an hf engine gathers their calls
         # into generate calls of up to its max_batch_size (see mintgym.rollout.engines).
-        self.engine, self.sampler = open_engine(self.spec.engine, batch=int(options.get("max_batch_size", 16)),
-                                                model_path=self.spec.model_path, **options)
-        size = self.spec.group_size * self.spec.groups_in_flight
+        self.engine, self.sampler = open_engine(run.engine.name, batch=run.engine.options.max_batch_size,
+                                                model_path=self.spec.model_path or run.model.path, **options)
+        size = rollout.group_size * rollout.groups_in_flight
         for domain, urls in self.spec.env_urls.items():
             clients = [AsyncEnvClient(url, encoding="raw") for url in urls]
             self.clients += clients
-            self.pools[domain] = await EnvPool(clients, size, env_options=self.spec.session_options.get(domain),
-                                              max_steps=self.spec.max_turns).start()
+            self.pools[domain] = await EnvPool(clients, size, env_options=run.env_for(domain).session_options,
+                                              max_steps=run.agent.max_turns).start()
         await self.buffer.register_worker.remote(self.spec.worker_id)
         await self.refresh_weights()
         self._ready = True
@@ -228,7 +224,7 @@ class RolloutWorker:
         async with self._weights_lock:
             after = self.engine.policy_version
             got = None
-            if self.spec.engine == "vllm":  # a file vLLM loads in place, where the transport has one
+            if self.spec.run.engine.name == "vllm":  # a file vLLM loads in place, where the transport has one
                 got = await asyncio.to_thread(self.weights.receive_file, after)
             if got is None:
                 got = await self.weights.areceive(after)
@@ -264,13 +260,13 @@ class RolloutWorker:
                     await self.refresh_weights()
                 misses = 0 if await self._one_group() else misses + 1
 
-        await asyncio.gather(*(slot() for _ in range(self.spec.groups_in_flight * len(self._going))))
+        await asyncio.gather(*(slot() for _ in range(self.spec.run.rollout.groups_in_flight * len(self._going))))
         return self.status()
 
     @property
     def in_flight(self) -> int:
         """Episodes of the groups going."""
-        return self.spec.group_size * sum(self._going.values())
+        return self.spec.run.rollout.group_size * sum(self._going.values())
 
     def stop(self) -> None:
         self._stop = True
@@ -341,7 +337,7 @@ class RolloutWorker:
         env pool holds that many groups' sessions); the slots are as many as all domains hold, so one has room."""
         n = len(self._domain_turns)
         return [i for i in ((self._next_turn + k) % n for k in range(n))
-                if self._going[self._domain_turns[i]] < self.spec.groups_in_flight]
+                if self._going[self._domain_turns[i]] < self.spec.run.rollout.groups_in_flight]
 
     def _free(self, room: dict[str, int | None], domain: str) -> float:
         free = room.get(domain)
@@ -364,7 +360,7 @@ class RolloutWorker:
         try:
             samples = await asyncio.gather(*(self._episode(domain, task_id, seed, group_id, i,
                                                            before_call=admission.before_call)
-                                             for i in range(self.spec.group_size)), return_exceptions=True)
+                                             for i in range(self.spec.run.rollout.group_size)), return_exceptions=True)
         finally:
             self._going[domain] -= 1
             admission.count_out()
@@ -385,20 +381,21 @@ class RolloutWorker:
         return True
 
     async def _episode(self, domain: str, task_id: str, seed: int, group_id: str, index: int,
-                       spec: WorkerSpec | None = None,
                        before_call: Callable[[], Awaitable[None]] | None = None) -> Sample | str:
         """The episode's sample, or the cause for which its group cannot be trained on (counted as failed)."""
         from mintgym.rollout.episode import drop_cause, play_pooled
 
-        spec = spec or self.spec
+        run = self.spec.run
         recorder = RecordingEngine(self.sampler, before_call, priority=lambda: self.model_call_priority(domain))
+        simulated = run.rollout.simulated_step_seconds
         agent = recorder.marking(make_episode_agent(
-            spec.agent, spec.agent_options, recorder, max_new_tokens=spec.max_new_tokens,
-            temperature=spec.temperature, simulated_step_seconds=spec.simulated_step_seconds, rng=self._rng))
+            run.agent.kind, run.agent.options, recorder, max_new_tokens=run.rollout.max_new_tokens,
+            temperature=run.rollout.temperature, simulated_step_seconds=tuple(simulated) if simulated else None,
+            rng=self._rng))
         episode_id = f"{group_id}-{index}"
         try:
             traj = await play_pooled(self.pools[domain], agent, task_id, seed, episode_id,
-                                     max_seconds=self.spec.episode_timeout, group_id=group_id)
+                                     max_seconds=self.spec.run.rollout.episode_timeout, group_id=group_id)
             cause = drop_cause(traj)
             if cause is not None:
                 self._failed(traj.error or traj.status, episode_id)

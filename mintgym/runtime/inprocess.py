@@ -13,10 +13,10 @@ from typing import Any
 import gymnasium as gym
 
 from mintgym.action_spaces import ActionModel, InvalidAction
-from mintgym.env import registration
+from mintgym.env import declarations, registration
 from mintgym.env.episode import Episode
 from mintgym.server.sessions import resolve_task
-from mintgym.spaces import action_space, follow_screen, gym_info, observation_space, observation_to_dict
+from mintgym.spaces import action_space, fit_screen, gym_info, observation_space, observation_to_dict
 
 
 class InProcessEnv(gym.Env):
@@ -28,6 +28,7 @@ class InProcessEnv(gym.Env):
         self.task_id = task_id
         self.side_channels = tuple(side_channels)
         self.render_mode = "rgb_array"
+        self._volatile = declarations.declaration(domain).volatile_info
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mintgym-inprocess", daemon=True)
         self._thread.start()
@@ -35,9 +36,13 @@ class InProcessEnv(gym.Env):
         self._call(self._host.start())
         self.env = self._call(self._host.create(dict(env_options or {})))
         self.episode = Episode(self.env, frozenset(self.side_channels))
-        self.screen_size = self.env.screen_size
+        try:  # the first reset's task: its screen is the observation space's
+            task = resolve_task(task_id, domain, None)
+        except LookupError:
+            task = None
+        self.screen_size = declarations.task_screen_size(domain, task, self.env.screen_size)
         self.observation_space = observation_space(self.screen_size, self.side_channels)
-        self.action_space = action_space()
+        self.action_space = action_space(self.env.action_set, self.screen_size)
         self.last_observation = None
         self._closed = False
 
@@ -49,8 +54,8 @@ class InProcessEnv(gym.Env):
         task = resolve_task((options or {}).get("task_id", self.task_id), self.domain, self.episode.task)
         obs, info = self._call(self.episode.reset(task, seed))
         self.last_observation = obs
-        follow_screen(self, obs.screen_size)
-        return observation_to_dict(obs, self.side_channels), gym_info(info)
+        fit_screen(self, obs)
+        return observation_to_dict(obs, self.side_channels), gym_info(info, self._volatile)
 
     def step(self, action: str | ActionModel | dict):
         parse_error = None
@@ -61,7 +66,7 @@ class InProcessEnv(gym.Env):
                 action, parse_error = None, str(err)
         outcome = self._call(self.episode.step(action, parse_error))
         self.last_observation = outcome.observation
-        info = gym_info(outcome.info)
+        info = gym_info(outcome.info, self._volatile)
         return (observation_to_dict(outcome.observation, self.side_channels), outcome.reward, outcome.terminated,
                 outcome.truncated, info)
 

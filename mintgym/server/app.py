@@ -1,7 +1,8 @@
 """Layer 2: the env server -- one FastAPI app hosting many sessions of one environment kind under /v1.
 
 Routes: ``GET /v1/health``, ``GET /v1/spec``, ``GET|POST /v1/sessions``, ``DELETE /v1/sessions/{id}``,
-``POST /v1/sessions/{id}/reset|step|evaluate|oracle``, ``GET /v1/sessions/{id}/screenshot``.
+``POST /v1/sessions/{id}/reset|step|evaluate|oracle``, ``GET /v1/sessions/{id}/screenshot``, and
+``POST /v1/batch``: resets and steps of several sessions run concurrently, every frame in one answer.
 Reset and step answer with a binary frame envelope (see :mod:`mintgym.wire`); errors are JSON
 ``{"error": {"code", "message", "session_id"}}`` with a 4xx (the caller's fault) or 5xx (the
 environment's) status.
@@ -18,6 +19,7 @@ import asyncio
 import base64
 import contextlib
 import hmac
+import json
 import logging
 from typing import Any
 
@@ -37,8 +39,9 @@ from mintgym.server.options import (OptionError, check_defaults, check_options, 
 from mintgym.server.sessions import Busy, SessionClosed, SessionFault, SessionManager, SessionMissing, resolve_task
 from mintgym.types import Observation
 from mintgym.wire import (
-    API_VERSION, FRAME_CONTENT_TYPE, IMAGE_CONTENT_TYPES, CreateSessionRequest, FrameOptions, ResetRequest,
-    SessionCreated, StepRequest, encode_image, frame_parts,
+    API_VERSION, BATCH_CONTENT_TYPE, FRAME_CONTENT_TYPE, IMAGE_CONTENT_TYPES, BatchItem, BatchRequest,
+    CreateSessionRequest, FrameOptions, ResetRequest, SessionCreated, StepRequest, batch_parts, encode_image,
+    frame_parts,
 )
 
 log = logging.getLogger("mintgym.server")
@@ -55,13 +58,13 @@ def _error(status: int, code: str, message: str, session_id: str | None = None) 
 
 
 class FrameResponse(Response):
-    """A frame envelope sent as its pieces, so raw pixels go from the array to the socket uncopied."""
+    """A frame (or batch) envelope sent as its pieces, so raw pixels go from the array to the socket uncopied."""
 
     media_type = FRAME_CONTENT_TYPE
 
-    def __init__(self, parts: tuple[bytes, bytes | memoryview]):
+    def __init__(self, parts: tuple[bytes | memoryview, ...], media_type: str = FRAME_CONTENT_TYPE):
         self.parts = parts
-        super().__init__(content=b"", media_type=FRAME_CONTENT_TYPE)
+        super().__init__(content=b"", media_type=media_type)
         self.headers["content-length"] = str(sum(len(p) for p in parts))
 
     async def __call__(self, scope, receive, send) -> None:
@@ -71,12 +74,17 @@ class FrameResponse(Response):
             await send({"type": "http.response.body", "body": part, "more_body": i < last})
 
 
+async def encoded_frame(obs: Observation, options: FrameOptions, reward: float = 0.0, terminated: bool = False,
+                        truncated: bool = False, info: dict[str, Any] | None = None) -> tuple[bytes, bytes | memoryview]:
+    """The frame envelope's pieces; a PNG or JPEG is encoded on a thread, so no other session waits for it."""
+    if options.encoding == "raw":  # a view of the pixels: nothing to wait for
+        return frame_parts(obs, options, reward, terminated, truncated, info)
+    return await asyncio.to_thread(frame_parts, obs, options, reward, terminated, truncated, info)
+
+
 async def frame_response(obs: Observation, options: FrameOptions, reward: float = 0.0, terminated: bool = False,
                          truncated: bool = False, info: dict[str, Any] | None = None) -> FrameResponse:
-    """The frame envelope; a PNG or JPEG is encoded on a thread, so no other session waits for it."""
-    if options.encoding == "raw":  # a view of the pixels: nothing to wait for
-        return FrameResponse(frame_parts(obs, options, reward, terminated, truncated, info))
-    return FrameResponse(await asyncio.to_thread(frame_parts, obs, options, reward, terminated, truncated, info))
+    return FrameResponse(await encoded_frame(obs, options, reward, terminated, truncated, info))
 
 
 class BodyLimit:
@@ -268,6 +276,12 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     @app.post(f"/{API_VERSION}/sessions", dependencies=auth, status_code=201)
     async def create_session(req: CreateSessionRequest | None = None):
         req = req or CreateSessionRequest()
+        try:  # the task first: an unknown one is refused before an environment starts
+            task = resolve_task(req.task_id, domain, None)
+        except (RegistrationError, LookupError) as err:
+            if req.task_id is not None:
+                raise ApiError(404, "unknown_task", str(err)) from None
+            task = None  # a domain without tasks: the session's own screen
         try:
             env_options = check_options(options_model, req.env_options, caps)
         except OptionError as err:
@@ -280,8 +294,10 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             raise ApiError(504, "timeout", f"creating an environment took longer than {request_timeout:.0f}s") from None
         except (TypeError, ValueError) as err:
             raise ApiError(422, "bad_env_options", f"the environment refused these options: {err}") from None
-        created = SessionCreated(session_id=session.id, screen_size=session.env.screen_size,
-                                 action_set=session.env.action_set.name,
+        # The frames of the task (given, or the one a reset without task_id starts): a client fixes its
+        # observation space to them before any reset.
+        screen = declarations.task_screen_size(domain, task, session.env.screen_size)
+        created = SessionCreated(session_id=session.id, screen_size=screen, action_set=session.env.action_set.name,
                                  screen_hint=declarations.declaration(domain).screen_hint)
         return created.model_dump()
 
@@ -301,9 +317,7 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             session_of(session_id)
         return {"closed": session_id}
 
-    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/reset", dependencies=auth)
-    async def reset(session_id: str, req: ResetRequest | None = None):
-        req = req or ResetRequest()
+    async def reset_session(session_id: str, req: ResetRequest) -> tuple[Observation, dict[str, Any]]:
         session = session_of(session_id)
         try:
             task = resolve_task(req.task_id, domain, session.episode.task)
@@ -313,10 +327,15 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         except TaskUnavailable as err:
             raise ApiError(409, "task_unavailable", str(err), session_id) from None
         info["screen_size"] = list(obs.screen_size)
+        return obs, info
+
+    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/reset", dependencies=auth)
+    async def reset(session_id: str, req: ResetRequest | None = None):
+        req = req or ResetRequest()
+        obs, info = await reset_session(session_id, req)
         return await frame_response(obs, req.frame, info=info)
 
-    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/step", dependencies=auth)
-    async def step(session_id: str, req: StepRequest):
+    async def step_session(session_id: str, req: StepRequest):
         session = session_of(session_id)
         if sum(x is not None for x in (req.action, req.action_text, req.agent_error)) != 1:
             raise ApiError(422, "bad_request", "give exactly one of 'action' (a JSON action), 'action_text' or "
@@ -339,11 +358,44 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
                     raise ApiError(422, "invalid_action", str(err), session_id) from None
                 parse_error = str(err)
         try:
-            outcome = await manager.step(session, action, parse_error)
+            return await manager.step(session, action, parse_error)
         except EpisodeStateError as err:
             raise ApiError(409, "episode_state", str(err), session_id) from None
+
+    @app.post(f"/{API_VERSION}/sessions/{{session_id}}/step", dependencies=auth)
+    async def step(session_id: str, req: StepRequest):
+        outcome = await step_session(session_id, req)
         return await frame_response(outcome.observation, req.frame, outcome.reward, outcome.terminated,
                                     outcome.truncated, outcome.info)
+
+    async def batch_item(item: BatchItem) -> tuple[bytes, ...]:
+        """One item's envelope pieces: its frame, or its error answer (the other items go on)."""
+        try:
+            if (item.reset is None) == (item.step is None):
+                raise ApiError(422, "bad_request", "a batch item has exactly one of 'reset' and 'step'", item.session_id)
+            if item.reset is not None:
+                obs, info = await reset_session(item.session_id, item.reset)
+                return await encoded_frame(obs, item.reset.frame, info=info)
+            outcome = await step_session(item.session_id, item.step)
+            return await encoded_frame(outcome.observation, item.step.frame, outcome.reward, outcome.terminated,
+                                       outcome.truncated, outcome.info)
+        except ApiError as err:
+            status, code, message = err.status, err.code, err.message
+        except SessionFault as err:
+            status, code, message = (504 if err.code == "timeout" else 500), err.code, err.message
+        except SessionClosed as err:
+            status, code, message = 409, "session_closed", str(err)
+        body = {"status": status, "error": {"code": code, "message": message, "session_id": item.session_id}}
+        return (json.dumps(body).encode(),)
+
+    @app.post(f"/{API_VERSION}/batch", dependencies=auth)
+    async def batch(req: BatchRequest):
+        """Reset or step several sessions at once (a vector env's step): one answer with every frame."""
+        ids = [item.session_id for item in req.items]
+        if len(set(ids)) != len(ids):
+            raise ApiError(422, "bad_request", "a batch names each session at most once")
+        results = await asyncio.gather(*(batch_item(item) for item in req.items))
+        return FrameResponse(tuple(batch_parts(list(results))), BATCH_CONTENT_TYPE)
 
     @app.get(f"/{API_VERSION}/sessions/{{session_id}}/screenshot", dependencies=auth)
     async def screenshot(session_id: str, encoding: str = "png", jpeg_quality: int = 85, as_json: bool = False):

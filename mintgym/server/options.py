@@ -16,6 +16,8 @@ from typing import Any
 import annotated_types
 from pydantic import BaseModel, ValidationError
 
+from mintgym.validation import one_line
+
 
 class OptionError(ValueError):
     """A session option of the wrong type, out of its range, unknown, or over the operator's cap."""
@@ -54,19 +56,13 @@ def field_range(model: type[BaseModel], name: str) -> str:
     return kind or f"of type {getattr(info.annotation, '__name__', info.annotation)}"
 
 
-def describe_error(model: type[BaseModel], err: ValidationError) -> str:
-    """One line naming the first bad option, what it got and what it allows."""
+def describe_error(model: type[BaseModel], err: ValidationError, options: Any = None) -> str:
+    """One line naming the first bad option, what is wrong and, for a field, the values it allows."""
     first = err.errors()[0]
-    loc = first.get("loc") or ("?",)
-    name = str(loc[0])
-    if first.get("type") == "extra_forbidden":
-        return f"unknown env option {name!r}; known: {', '.join(model.model_fields)}"
-    got = first.get("input")
-    where = name + "".join(f"[{p}]" for p in loc[1:])
-    shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
-    if len(loc) == 1 and name in model.model_fields:
-        return f"env option {where!r} must be {field_range(model, name)} ({first.get('msg')}; got {shown})"
-    return f"env option {where!r}: {first.get('msg')} (got {shown})"
+    name = str(first["loc"][0]) if first.get("loc") else ""
+    allowed = (f"; allowed: {field_range(model, name)}"
+               if name in model.model_fields and first["type"] != "extra_forbidden" else "")
+    return f"env option {one_line(err, options, model)}{allowed}"
 
 
 def parse_caps(items: list[str] | dict[str, Any] | None, model: type[BaseModel] | None) -> dict[str, float]:
@@ -105,7 +101,7 @@ def check_options(model: type[BaseModel] | None, options: dict[str, Any], caps: 
     try:
         validated = model.model_validate(options)
     except ValidationError as err:
-        raise OptionError(describe_error(model, err)) from None
+        raise OptionError(describe_error(model, err, options)) from None
     for name, cap in caps.items():
         if name in validated.model_fields_set and getattr(validated, name) > cap:
             raise OptionError(f"env option {name!r} = {getattr(validated, name)} exceeds this server's cap of "

@@ -22,7 +22,14 @@ from typing import Any, Awaitable, Callable, TypeVar
 from mintgym.env import registration
 from mintgym.env.core import Environment, EnvironmentHost, Task
 from mintgym.env.episode import Episode
-from mintgym.errors import EnvironmentCrashed, EpisodeStateError, RegistrationError, TaskUnavailable
+from mintgym.errors import (
+    EnvironmentCrashed,
+    EpisodeStateError,
+    RegistrationError,
+    TaskError,
+    TaskUnavailable,
+    first_line,
+)
 
 log = logging.getLogger("mintgym.server")
 T = TypeVar("T")
@@ -171,6 +178,12 @@ class SessionManager:
             except (EpisodeStateError, TaskUnavailable, RegistrationError, NotImplementedError):
                 _refuse_if_closed(session, what)
                 raise  # the caller's mistake (step before reset, task not runnable here): no replacement
+            except TaskError as err:  # the task author's code raised: its message points there
+                _refuse_if_closed(session, what)
+                log.warning("session %s: %s", session.id, err)
+                await self._replace(session, f"{what}: {first_line(err)}")  # the episode's state is unknown
+                _refuse_if_closed(session, what)
+                raise SessionFault("task_error", str(err), session.id) from None
             except Exception as err:
                 _refuse_if_closed(session, what)  # closed under the call: whatever it raised, the close caused
                 log.exception("unexpected failure in %s for session %s", what, session.id)

@@ -15,6 +15,14 @@ weights bit for bit. The optimizer's state (Adam's moments and step counts) come
 hyperparameters (the learning rate) from the config it was built with: a resume may change the learning rate,
 and says so. A checkpoint is written to a temporary folder and renamed, so a run killed while saving leaves the
 previous one intact.
+
+A sharded learner (:mod:`mintgym.trainer.sharding`, one process per GPU under torchrun) writes the same folder:
+rank 0 gathers the whole weights and the whole optimizer state, keyed as one process keys it, and writes them;
+every rank's random number generators are kept (``rng.pt`` is rank 0's, ``rng.rank<N>.pt`` rank N's) and
+``state.json`` says how many ``ranks`` there were. Whole rather than sharded files: the checkpoint is a model
+folder anyway, the optimizer state is read back on any number of ranks (one process included), and no second
+format exists to convert; the cost is rank 0 holding the whole state in CPU memory while it writes. Loading it
+sharded, rank 0 reads the files and each rank takes its shard (:func:`read_latest`, :func:`load_sharded`).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import os
 import random
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +40,15 @@ import numpy as np
 import torch
 
 from mintgym.errors import MintGymError, error_line
+from mintgym.trainer.sharding import Shards, full_optimizer_state, full_state_dict, gather, load_full_state
 
 #: The random number generators' file in a checkpoint folder (checkpoints written before it existed lack it).
 RNG_FILE = "rng.pt"
+
+
+def rng_file(rank: int) -> str:
+    """The file of rank ``rank``'s random number generators in a checkpoint folder (rank 0's: ``rng.pt``)."""
+    return RNG_FILE if rank == 0 else f"rng.rank{rank}.pt"
 
 
 def checkpoint_dir(out: str | os.PathLike) -> Path:
@@ -97,9 +112,20 @@ STATE_DICT_FILE = "model.pt"
 
 
 def save_checkpoint(out: str | os.PathLike, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    state: dict[str, Any], keep: int = 2, processor: Any = None) -> Path:
+                    state: dict[str, Any], keep: int = 2, processor: Any = None,
+                    shards: Shards | None = None) -> Path | None:
     """Write ``<out>/checkpoints/step-<step>/``: the model folder (``save_pretrained``, and ``processor``'s files
-    when given) and the trainer's state; keep the newest ``keep`` checkpoints."""
+    when given) and the trainer's state; keep the newest ``keep`` checkpoints. With ``shards`` every rank calls
+    it: the whole state is gathered to rank 0, which writes and returns the folder; the other ranks return None."""
+    weights, rngs = None, [rng_state()]
+    if shards is not None:
+        weights, saved_optimizer = full_state_dict(model), full_optimizer_state(model, optimizer)
+        rngs = gather(rngs, shards)
+        if shards.rank != 0:
+            return None
+        state = {**state, "ranks": shards.world}
+    else:
+        saved_optimizer = optimizer.state_dict()
     root = checkpoint_dir(out)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:06d}"
@@ -110,13 +136,14 @@ def save_checkpoint(out: str | os.PathLike, step: int, model: torch.nn.Module, o
 
     if hasattr(model, "save_pretrained"):
         with quiet_progress():
-            model.save_pretrained(tmp)
+            model.save_pretrained(tmp, **({} if weights is None else {"state_dict": weights}))
     else:
-        torch.save(model.state_dict(), tmp / STATE_DICT_FILE)
+        torch.save(model.state_dict() if weights is None else weights, tmp / STATE_DICT_FILE)
     if processor is not None:
         save_processor(processor, tmp)
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    torch.save(rng_state(), tmp / RNG_FILE)
+    torch.save(saved_optimizer, tmp / "optimizer.pt")
+    for rank, rng in enumerate(rngs):
+        torch.save(rng, tmp / rng_file(rank))
     (tmp / "state.json").write_text(json.dumps({"step": step, **state}, indent=2, default=str))
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
@@ -141,6 +168,8 @@ def checkpoint_step(path: str | os.PathLike) -> int | None:
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):  # betas: a tuple, a list once broadcast
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
 
 
@@ -159,8 +188,17 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, saved: dict[str, Any]
         >>> resumed.param_groups[0]["lr"]
         1e-06
     """
-    built = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+    built = _hyperparameters(optimizer)
     optimizer.load_state_dict(saved)
+    return _keep_hyperparameters(optimizer, built)
+
+
+def _hyperparameters(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
+    return [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+
+
+def _keep_hyperparameters(optimizer: torch.optim.Optimizer, built: list[dict[str, Any]]) -> list[str]:
+    """Set ``optimizer``'s hyperparameters back to ``built`` after a load; a line per one the load had changed."""
     changed: dict[str, tuple[Any, Any]] = {}  # key -> (saved, config), the first group's that differs
     for group, wanted in zip(optimizer.param_groups, built):
         for key, value in wanted.items():
@@ -181,20 +219,69 @@ def load_checkpoint(path: str | os.PathLike, model: torch.nn.Module, optimizer: 
     generators in place; return ``state.json``. Every file is read before anything is changed; what changed
     against the config, and a checkpoint without random state (one written before it was saved), is said
     through ``log``."""
+    saved = read_checkpoint(path, model)
+    model.load_state_dict(saved.weights)
+    for line in load_optimizer_state(optimizer, saved.optimizer):
+        log(line)
+    _restore_rng(saved.path, 0, log)
+    return saved.state
+
+
+@dataclass
+class SavedCheckpoint:
+    """A checkpoint folder's files, read and checked, nothing loaded yet."""
+
+    path: Path
+    weights: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    #: ``state.json``: the step, the trainer version, the buffer's accounting.
+    state: dict[str, Any]
+
+
+def read_checkpoint(path: str | os.PathLike, model: torch.nn.Module) -> SavedCheckpoint:
+    """Read every file of the checkpoint at ``path`` that ``model`` and its optimizer load, and check that its
+    weights are ``model``'s (the same names)."""
     path = Path(path)
     weights = _saved_weights(path, model)
     saved_optimizer = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
-    rng = torch.load(path / RNG_FILE, weights_only=True) if (path / RNG_FILE).exists() else None
     state = json.loads((path / "state.json").read_text())
-    model.load_state_dict(weights)
-    for line in load_optimizer_state(optimizer, saved_optimizer):
-        log(line)
-    if rng is None:
+    if (path / RNG_FILE).exists():
+        torch.load(path / RNG_FILE, weights_only=True)
+    names = set(model.state_dict())
+    if set(weights) != names:
+        missing, unexpected = sorted(names - set(weights)), sorted(set(weights) - names)
+        raise ValueError(f"its weights are not the model's: missing {missing[:3]}, unexpected {unexpected[:3]}")
+    return SavedCheckpoint(path, weights, saved_optimizer, state)
+
+
+def _restore_rng(path: Path, rank: int, log: Callable[[str], None]) -> None:
+    """Set this process's random number generators from rank ``rank``'s file of the checkpoint at ``path``."""
+    file = path / rng_file(rank)
+    if file.exists():
+        set_rng_state(torch.load(file, weights_only=True), log)
+    elif rank == 0:
         log(f"checkpoint {path.name} holds no random state (written before it was saved): the random number "
             "generators go on from the run's seed")
-    else:
-        set_rng_state(rng, log)
-    return state
+
+
+def load_sharded(path: Path, saved: SavedCheckpoint | None, model: torch.nn.Module,
+                 optimizer: torch.optim.Optimizer, shards: Shards, log: Callable[[str], None] = print) -> None:
+    """Load the checkpoint at ``path`` into a sharded learner; every rank calls it, rank 0 with ``saved`` (its files,
+    from :func:`read_latest`), the others with None. The weights and the optimizer state go from rank 0 to every
+    rank's shard (hyperparameters kept, as :func:`load_optimizer_state` keeps them); each rank sets its random number
+    generators from its own file, a rank the checkpoint has none for goes on from the run's seed (said by rank 0)."""
+    built = _hyperparameters(optimizer)
+    load_full_state(model, optimizer, saved.weights if saved else None, saved.optimizer if saved else None, shards)
+    lines = _keep_hyperparameters(optimizer, built)
+    _restore_rng(path, shards.rank, log)
+    if shards.rank != 0:
+        return
+    for line in lines:
+        log(line)
+    kept = sum(1 for rank in range(shards.world) if (path / rng_file(rank)).exists())
+    if 0 < kept < shards.world:
+        log(f"checkpoint {path.name} holds the random state of {kept} rank(s), this run has {shards.world}: "
+            f"ranks {kept} to {shards.world - 1} go on from the run's seed")
 
 
 def _saved_weights(path: Path, model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -272,15 +359,43 @@ def load_latest(out: str | os.PathLike, model: torch.nn.Module, optimizer: torch
             set_rng_state(before[2])
             failures.append((path, error_line(err)))
             continue
-        for bad, reason in failures:
-            broken = bad.with_name(f"broken-{bad.name}")
-            shutil.rmtree(broken, ignore_errors=True)
-            os.replace(bad, broken)
-            log(f"checkpoint {bad} does not load ({reason}); kept as {broken.name}, resuming from {path.name}")
+        _set_aside(failures, path, log)
         for line in said:
             log(line)
         return path, state
+    _none_loads(failures)
+    return None
+
+
+def read_latest(out: str | os.PathLike, model: torch.nn.Module,
+                log: Callable[[str], None] = print) -> SavedCheckpoint | None:
+    """The newest checkpoint of ``out`` whose files read (:func:`read_checkpoint`), nothing loaded: what rank 0 of a
+    sharded learner hands :func:`load_sharded`. Newer ones that fail are set aside and :class:`CheckpointUnreadable`
+    raised as :func:`load_latest` does; None: there is no checkpoint."""
+    failures: list[tuple[Path, str]] = []
+    for path in sorted(checkpoint_dir(out).glob("step-*"), reverse=True):
+        try:
+            saved = read_checkpoint(path, model)
+            int(saved.state["step"]), int(saved.state["version"])  # what a resume reads: present, and numbers
+        except Exception as err:  # noqa: BLE001 -- any unreadable checkpoint: try the one before
+            failures.append((path, error_line(err)))
+            continue
+        _set_aside(failures, path, log)
+        return saved
+    _none_loads(failures)
+    return None
+
+
+def _set_aside(failures: list[tuple[Path, str]], resumed: Path, log: Callable[[str], None]) -> None:
+    """Rename each checkpoint that failed to load ``broken-step-<N>``, with a line saying why."""
+    for bad, reason in failures:
+        broken = bad.with_name(f"broken-{bad.name}")
+        shutil.rmtree(broken, ignore_errors=True)
+        os.replace(bad, broken)
+        log(f"checkpoint {bad} does not load ({reason}); kept as {broken.name}, resuming from {resumed.name}")
+
+
+def _none_loads(failures: list[tuple[Path, str]]) -> None:
     if failures:
         raise CheckpointUnreadable("no checkpoint of the run loads: "
                                    + "; ".join(f"{path} ({reason})" for path, reason in failures))
-    return None

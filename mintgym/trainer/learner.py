@@ -3,7 +3,8 @@
 The trainer recomputes logprobs with :func:`mintgym.inference.logprobs.sequence_logprobs` on the turn's
 exact token ids and the prompt's images run through the model's own image processor. Before the forward
 it checks, per sequence, that the image placeholder tokens in the ids match the image features it feeds
-(``sum(grid_t * grid_h * grid_w) / merge_size**2``); a mismatch is a ``ValueError`` naming the sequence.
+(:func:`~mintgym.inference.logprobs.image_features`: Qwen2-VL's ``sum(grid_t * grid_h * grid_w) / merge_size**2``,
+Idefics3's tokens per crop); a mismatch is a ``ValueError`` naming the sequence.
 Turns are views of the episode record's steps, so an episode read back from disk trains the same way.
 
 Memory (docs/train.md, "Memory and sharding"): logprobs come from response positions only, projected to the
@@ -27,16 +28,18 @@ import torch
 
 from mintgym.buffer.advantages import compute_advantages
 from mintgym.buffer.types import Batch, Group, Turn
+from mintgym.config import TrainConfig
 from mintgym.errors import first_line
 from mintgym.inference.images import load_image
 from mintgym.inference.logprobs import (
     ResponseScorer,
     SequenceInput,
+    image_features,
     sequence_logprobs,
     sequence_logprobs_and_entropy,
+    split_images,
     suppressed_token_ids,
 )
-from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.loss import LossInputs, pad_right, policy_loss
 from mintgym.trainer.memory import use_activation_checkpointing
 from mintgym.trainer.mismatch import mismatch_metrics
@@ -118,8 +121,6 @@ class Learner:
         if shards is not None:
             shard(self.scorer, model, shards)
         self.optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=config.lr)
-        vision = getattr(model.config, "vision_config", None)
-        self.merge = int(getattr(vision, "spatial_merge_size", 2) or 2)
         self.image_token_id = getattr(model.config, "image_token_id", None)
         self.suppressed = frozenset(suppressed_token_ids(model))
         #: Past weights by version (``mismatch_snapshots`` of them) and a scratch model to score with them.
@@ -170,19 +171,20 @@ class Learner:
     def sequence_input(self, turn: Turn, where: str = "") -> SequenceInput:
         """The model input of one turn, with the image-token/feature check."""
         ids = list(turn.prompt_token_ids) + list(turn.response_token_ids)
-        pixel_values = grid = None
+        fields: dict[str, torch.Tensor] = {}
         if turn.images:
             images = [load_image(self.resolve_image(img), None) for img in turn.images]
             enc = self.processor.image_processor(images=images, return_tensors="pt")
-            pixel_values, grid = enc["pixel_values"], enc["image_grid_thw"]
-        features = int(grid.prod(-1).sum()) // (self.merge ** 2) if grid is not None else 0
+            [fields] = split_images(enc, [len(images)])
+        seq = SequenceInput(ids, len(turn.prompt_token_ids), **fields)
+        features = image_features(self.model.config, seq)
         placeholders = sum(1 for t in turn.prompt_token_ids if t == self.image_token_id)
         if placeholders != features:
             raise ValueError(f"{where}: {placeholders} image tokens in the prompt but its {len(turn.images)} "
                              f"image(s) give {features} features")
         if any(t == self.image_token_id for t in turn.response_token_ids):
             raise ValueError(f"{where}: the response holds an image placeholder token")
-        return SequenceInput(ids, len(turn.prompt_token_ids), pixel_values, grid)
+        return seq
 
     def step(self, batch: Batch) -> dict[str, float]:
         """Train on ``batch`` once; returns the step's metrics (reward, lag, loss, IS and mismatch stats)."""

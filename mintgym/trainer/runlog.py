@@ -37,7 +37,7 @@ class RunLogger:
 
     def __init__(self, out: Path, domains: list[str], start_step: int = 0, wandb: Any = None,
                  config: dict[str, Any] | None = None):
-        """``wandb``: a :class:`mintgym.trainer.config.WandbConfig`; when enabled every step also goes to W&B
+        """``wandb``: a :class:`mintgym.config.WandbConfig`; when enabled every step also goes to W&B
         (``config``: the run config it records)."""
         from torch.utils.tensorboard import SummaryWriter
 

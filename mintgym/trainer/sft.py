@@ -22,6 +22,7 @@ import torch
 
 from mintgym.inference.logprobs import SequenceInput, sequence_logprobs
 from mintgym.trainer.precision import Precision
+from mintgym.trainer.sharding import Shards, all_reduce, passes
 
 
 def dataset_sequences(dataset: Any, model: Any, processor: Any) -> list[SequenceInput]:
@@ -53,12 +54,13 @@ def dataset_sequences(dataset: Any, model: Any, processor: Any) -> list[Sequence
 
 def supervised_steps(model: Any, sequences: list[SequenceInput], *, steps: int, lr: float, batch_size: int,
                      seed: int = 0, max_grad_norm: float = 1.0, micro_batch: int | None = None,
-                     precision: Precision | None = None,
+                     precision: Precision | None = None, shards: Shards | None = None,
                      log: Callable[[int, float], None] | None = None) -> list[float]:
     """``steps`` Adam steps of mean response-token cross-entropy over shuffled epochs of ``sequences``;
     returns each step's loss. Each step's batch runs as forward/backward passes of ``micro_batch`` sequences
     (None: the whole batch at once), its gradient the same either way; with a mixed ``precision`` (``model`` holds
-    the float32 masters) they run under its autocast."""
+    the float32 masters) they run under its autocast. With ``shards`` (``model`` is a sharded learner's FSDP root)
+    every rank calls it with the same sequences and runs its share of each batch."""
     if not sequences:
         raise ValueError("no sequences to train on")
     rng = random.Random(seed)
@@ -73,7 +75,7 @@ def supervised_steps(model: Any, sequences: list[SequenceInput], *, steps: int, 
             order += epoch
         batch = [sequences[i] for i in order[:batch_size]]
         del order[:batch_size]
-        losses.append(batch_gradient(model, batch, micro_batch=micro_batch, precision=precision))
+        losses.append(batch_gradient(model, batch, micro_batch=micro_batch, precision=precision, shards=shards))
         torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
         if log is not None:
@@ -83,17 +85,21 @@ def supervised_steps(model: Any, sequences: list[SequenceInput], *, steps: int, 
 
 
 def batch_gradient(model: Any, batch: list[SequenceInput], *, micro_batch: int | None = None,
-                   precision: Precision | None = None) -> float:
+                   precision: Precision | None = None, shards: Shards | None = None) -> float:
     """Set ``model``'s gradients to those of ``batch``'s mean response-token cross-entropy, computed in chunks of
-    ``micro_batch`` sequences (each one padded forward pass; None: one chunk); returns the loss."""
+    ``micro_batch`` sequences (each one padded forward pass; None: one chunk); returns the loss. Sharded, each rank
+    runs its chunks (:func:`~mintgym.trainer.sharding.passes`: a rank short of sequences runs a filler counted 0)
+    and the gradients and the loss are summed over the ranks."""
     tokens = sum(seq.response_length for seq in batch)
     size, device = micro_batch or len(batch), next(model.parameters()).device
     total = 0.0
     model.zero_grad(set_to_none=True)
-    for start in range(0, len(batch), size):
+    for indices in passes(len(batch), size, shards):
         with precision.autocast(device) if precision else contextlib.nullcontext():
-            logprobs = sequence_logprobs(model, batch[start:start + size], layout="right_padded")
-        loss = -torch.cat(logprobs).sum() / tokens
+            logprobs = sequence_logprobs(model, [batch[0 if i is None else i] for i in indices],
+                                         layout="right_padded")
+        mine = [lp for i, lp in zip(indices, logprobs) if i is not None]
+        loss = -torch.cat(mine).sum() / tokens if mine else 0.0 * logprobs[0].sum()
         loss.backward()
         total += float(loss.detach())
-    return total
+    return all_reduce([total], shards)[0]

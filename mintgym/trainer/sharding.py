@@ -109,3 +109,44 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
     return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+
+def full_optimizer_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The sharded ``optimizer``'s whole state on CPU, gathered on rank 0 (other ranks get ``{}``), keyed as one
+    process's ``optimizer.state_dict()`` is (parameter indices in the order of its groups), so a checkpoint
+    written by any number of ranks resumes on any number, one process included; every rank must call it."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+    named = get_optimizer_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True,
+                                                                                cpu_offload=True))
+    if not named:
+        return {}
+    index: dict[str, int] = {}
+    groups = [{**group, "params": [index.setdefault(name, len(index)) for name in group["params"]]}
+              for group in named["param_groups"]]
+    return {"state": {index[name]: state for name, state in named["state"].items()}, "param_groups": groups}
+
+
+def load_full_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer, weights: dict[str, torch.Tensor] | None,
+                    optimizer_state: dict[str, Any] | None, shards: Shards) -> None:
+    """Every rank: rank 0 gives the whole ``weights`` and ``optimizer_state`` (keyed as
+    :func:`full_optimizer_state` writes it), the other ranks None; each rank keeps its shard of both."""
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        set_model_state_dict,
+        set_optimizer_state_dict,
+    )
+
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    named: dict[str, Any] = {}
+    if shards.rank == 0:
+        if weights is None or optimizer_state is None:
+            raise ValueError("rank 0 loads the whole weights and optimizer state: got None")
+        names = {id(p): name for name, p in model.named_parameters()}
+        order = [names[id(p)] for group in optimizer.param_groups for p in group["params"]]
+        named = {"state": {order[int(i)]: dict(state) for i, state in optimizer_state["state"].items()},
+                 "param_groups": [{**group, "params": [order[int(i)] for i in group["params"]]}
+                                  for group in optimizer_state["param_groups"]]}
+    # Both calls replace the values of the dicts they are given: hand them copies.
+    set_model_state_dict(model, dict(weights) if shards.rank == 0 else {}, options=options)
+    set_optimizer_state_dict(model, optimizer, named, options=options)

@@ -88,12 +88,12 @@ def test_vision_features_from_the_old_weights_fail_the_check(tmp_path, monkeypat
 
 
 def test_the_train_step_config_is_a_valid_vllm_run(load_benchmark):
-    from mintgym.trainer.config import RunConfig
+    from mintgym.config import RunConfig
 
     script = load_benchmark("gpu_vllm_check")
     cfg = RunConfig.from_dict(script.rl_config("vllm", "/models/tiny", 3, hf_args(engine="vllm")))
     assert cfg.engine.name == "vllm" and cfg.weights.transport == "vllm" and cfg.rollout.worker_num_gpus == 1
-    assert cfg.engine.options["enforce_eager"] and cfg.train.mode == "sync" and cfg.train.steps == 3
+    assert cfg.engine.options.enforce_eager and cfg.train.mode == "sync" and cfg.train.steps == 3
     hf = RunConfig.from_dict(script.rl_config("hf", "/models/tiny", 1, hf_args()))
     assert hf.weights.transport == "filesystem" and hf.rollout.worker_num_gpus == 0
 

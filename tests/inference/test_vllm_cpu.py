@@ -134,7 +134,7 @@ def test_three_trainer_steps_reach_vllm_through_the_vllm_transport(engine, text_
     """A training loop without env servers: vLLM samples a group, the learner trains on it (its mismatch metric,
     at the weights that sampled, near 0), publishes through the ``vllm`` transport (safetensors files), and the
     engine loads the file in place: a new version and fingerprint, other outputs."""
-    from mintgym.trainer.config import TrainConfig
+    from mintgym.config import TrainConfig
     from mintgym.trainer.learner import Learner
     from mintgym.weights.safetensors_files import SafetensorsBroadcast
 

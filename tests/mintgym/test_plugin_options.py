@@ -19,7 +19,7 @@ class Loose:
 
 def test_known_options_are_converted_to_their_types_and_unknown_ones_named():
     assert check_options(Engine, {"max_batch_size": "8"}, "engine.options") == {"max_batch_size": 8}
-    with pytest.raises(ValueError, match=r"^engine.options.max_batch: not an option of Engine \(its options: "
+    with pytest.raises(ValueError, match=r"^engine.options.max_batch: unknown key \(known: "
                                          r"model_path, max_batch_size, dtype\)$"):
         check_options(Engine, {"max_batch": 8}, "engine.options")
 
@@ -32,7 +32,7 @@ def test_a_wrong_type_is_one_line_with_the_value():
 
 
 def test_skipped_and_required_parameters_and_kwargs():
-    with pytest.raises(ValueError, match="not an option"):
+    with pytest.raises(ValueError, match=r"^engine.options.model_path: unknown key \(known: max_batch_size, dtype\)$"):
         check_options(Engine, {"model_path": "m"}, "engine.options", skip=("model_path",))
     assert check_options(Engine, {}, "engine.options") == {}  # model_path is the caller's to give
     assert check_options(Loose, {"anything": 1}, "agent.options", skip=("engine",)) == {"anything": 1}
@@ -42,7 +42,7 @@ def test_the_built_in_agents_and_engines_are_checked_by_their_constructors():
     from mintgym.agents.answer import AnswerAgent
     from mintgym.inference.hf import HFEngine
 
-    with pytest.raises(ValueError, match=r"agent.options.blnd: not an option of AnswerAgent"):
+    with pytest.raises(ValueError, match=r"^agent.options.blnd: unknown key \(known: choices, "):
         check_options(AnswerAgent, {"blnd": True}, "agent.options", skip=("engine",))
     with pytest.raises(ValueError, match=r"engine.options.max_batch_size: "):
         check_options(HFEngine, {"max_batch_size": "lots"}, "engine.options", skip=("model_path",))

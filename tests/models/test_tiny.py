@@ -96,3 +96,50 @@ def test_rejects_heads_that_do_not_split(tmp_path):
 
     with pytest.raises(ValueError, match="heads"):
         build_tiny_vlm(tmp_path, hidden_size=60, num_heads=4)
+
+
+def test_the_tiny_idefics3_loads_and_expands_each_image_to_four_tokens(tmp_path):
+    """``architecture="idefics3"``: an Idefics3 whose processor loads through ``load_processor`` (no torchvision:
+    its PIL image processor) and keeps ``image_seq_len``; its record names the architecture."""
+    import json
+
+    from transformers import AutoConfig, Idefics3ForConditionalGeneration, Idefics3Processor
+
+    from mintgym.models.loading import load_model, load_processor
+    from mintgym.models.tiny import BUILD_FILE, build_tiny_vlm
+
+    path = build_tiny_vlm(tmp_path / "m", architecture="idefics3", vocab_size=256)
+    config = AutoConfig.from_pretrained(path)
+    assert config.model_type == "idefics3" and config.text_config.hidden_size // config.text_config.num_attention_heads == 32
+    assert isinstance(load_model(path), Idefics3ForConditionalGeneration)
+    processor = load_processor(path)
+    assert isinstance(processor, Idefics3Processor) and processor.tokenizer.eos_token == "<end_of_utterance>"
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "click OK"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    assert text == "User:<image>click OK<end_of_utterance>\nAssistant:"
+    images = [np.zeros((120, 200, 3), dtype=np.uint8), np.full((30, 20, 3), 200, dtype=np.uint8)]
+    enc = processor(text=[text.replace("<image>", "<image><image>")], images=[images], return_tensors="pt")
+    assert int((enc["input_ids"][0] == config.image_token_id).sum()) == 2 * 4
+    assert tuple(enc["pixel_values"].shape) == (1, 2, 3, 32, 32)
+    record = json.loads((Path(path) / BUILD_FILE).read_text())
+    assert record["architecture"] == "idefics3" and record["hidden_size"] == 128 and "min_pixels" not in record
+
+
+def test_a_qwen2_vl_record_names_no_architecture_as_before():
+    """Tiny Qwen2-VLs built before the option existed still match the options a run asks for."""
+    from mintgym.models.tiny import build_options
+
+    assert build_options(0, vocab_size=256) == build_options(0, architecture="qwen2_vl", vocab_size=256) == {
+        "seed": 0, "hidden_size": 64, "num_layers": 2, "num_heads": 4, "vision_depth": 1, "vision_embed_dim": 32,
+        "vision_num_heads": None, "vocab_size": 256, "min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 64,
+        "initializer_range": 0.02}
+
+
+def test_rejects_an_unknown_architecture_and_qwen_options_on_idefics3(tmp_path):
+    from mintgym.models.tiny import build_tiny_vlm
+
+    with pytest.raises(ValueError, match=r"^build_tiny_vlm: architecture 'llava' is not one of \['qwen2_vl', 'idefics3'\]$"):
+        build_tiny_vlm(tmp_path, architecture="llava")
+    with pytest.raises(ValueError, match="^build_tiny_vlm: max_pixels apply to qwen2_vl only, not idefics3$"):
+        build_tiny_vlm(tmp_path, architecture="idefics3", max_pixels=1000)
+    assert not any(tmp_path.iterdir())

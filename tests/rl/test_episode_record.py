@@ -33,7 +33,7 @@ def served(tmp_path_factory):
 
 async def test_a_played_episode_reaches_the_learner_unchanged_through_its_file(served, tmp_path):
     from mintgym.models.loading import load_model, load_processor
-    from mintgym.trainer.config import RunConfig
+    from mintgym.config import RunConfig
     from mintgym.trainer.learner import Learner
 
     path, url = served

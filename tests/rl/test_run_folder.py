@@ -9,7 +9,7 @@ import torch
 from mintgym.errors import MintGymError
 from mintgym.rl.run_folder import changes, open_run_folder
 from mintgym.trainer.ckpt import save_checkpoint
-from mintgym.trainer.config import RunConfig
+from mintgym.config import RunConfig
 
 BASE = {"model": {"path": "/m"}, "tasks": [{"id": "null/echo", "seeds": [1, 2]}], "train": {"steps": 2}}
 

@@ -8,7 +8,7 @@ import ray
 import torch
 
 from mintgym.rl.sync import WeightSync
-from mintgym.trainer.config import TrainConfig
+from mintgym.config import TrainConfig
 from mintgym.weights import FilesystemBroadcast, WeightSyncFailed, WeightSyncTimeout
 
 

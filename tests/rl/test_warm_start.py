@@ -8,7 +8,7 @@ import pytest
 from mintgym.rl.warm_start import play_oracle
 from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.local import LocalProvider
-from mintgym.trainer.config import RunConfig
+from mintgym.config import RunConfig
 from mintgym.trajectory.store import iter_run
 
 TASK = "pytool/largest-area-1"

@@ -9,7 +9,7 @@ import torch
 
 from mintgym.errors import MintGymError
 from mintgym.rl.wiring import env_provider, servers_of_worker, weight_transport
-from mintgym.trainer.config import EnvConfig, RunConfig
+from mintgym.config import EnvConfig, RunConfig
 
 BASE = {"model": {"path": "/m"}, "tasks": [{"id": "null/echo"}]}
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -116,7 +116,7 @@ def test_every_env_server_serves_a_worker_and_a_worker_plays_on_its_share():
 def test_task_ids_are_checked_against_the_registry_with_a_one_line_error():
     """A typo in a task id used to start the run, fail every episode and train on nothing, exit status 0."""
     from mintgym.rl.wiring import check_tasks
-    from mintgym.trainer.config import RunConfig
+    from mintgym.config import RunConfig
 
     def config(*tasks):
         return RunConfig.from_dict({"model": {"path": "/m"}, "tasks": list(tasks)})
@@ -135,7 +135,7 @@ def test_an_enabled_wandb_log_without_its_package_fails_before_the_run_starts(mo
     import importlib.util
 
     from mintgym.rl.wiring import preflight
-    from mintgym.trainer.config import RunConfig
+    from mintgym.config import RunConfig
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))

@@ -117,7 +117,7 @@ def test_agent_factory_makes_a_new_agent_each_call():
 
 
 def test_an_evaluation_samples_at_its_own_temperature_whatever_the_agent_options_say():
-    """``train.eval_temperature: 0`` with ``agent.options.temperature: 1`` played sampled episodes while
+    """``eval.temperature: 0`` with ``agent.options.temperature: 1`` played sampled episodes while
     final_eval.json reported greedy ones: the options' temperature won."""
     from mintgym.inference import SamplingParams
     from mintgym.rollout.agents import with_temperature

@@ -15,7 +15,8 @@ import ray
 import torch
 
 from mintgym.buffer.store import TrajectoryBuffer
-from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
+from mintgym.config import HFEngineConfig
+from mintgym.rollout.ray_worker import RolloutWorker
 from mintgym.runtime.local import LocalProvider
 from mintgym.weights import FilesystemBroadcast
 
@@ -34,14 +35,14 @@ def setup(tmp_path_factory):
     ray.shutdown()
 
 
-async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_path):
+async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_path, worker_spec):
     path, url = setup
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0,
                                                                      own_images=True)
     weights = FilesystemBroadcast(tmp_path / "w")
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
-                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=3, groups_in_flight=1,
-                      max_new_tokens=2)
+    spec = worker_spec(path, [("null/echo", [3], "null")], {"null": [url]},
+                       agent={"options": {"choices": {"null": ["no", "ok"]}}},
+                       rollout={"group_size": 3, "groups_in_flight": 1, "max_new_tokens": 2})
     worker = RolloutWorker(spec, buffer, weights)
     try:
         await worker.run(max_groups=1)
@@ -79,15 +80,16 @@ async def test_worker_pushes_exact_turns_and_loads_published_weights(setup, tmp_
         ray.kill(buffer)
 
 
-async def test_the_model_calls_of_a_groups_episodes_share_generate_calls(setup, tmp_path):
+async def test_the_model_calls_of_a_groups_episodes_share_generate_calls(setup, tmp_path, worker_spec):
     """The G episodes of a group ask for their decision at once, one request each; with the hf engine they
     are run as one batch (up to its max_batch_size), not G generate calls one after another (which put
     G forward passes on every group's critical path)."""
     path, url = setup
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=None)
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
-                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=6, groups_in_flight=1,
-                      max_new_tokens=1, engine_options={"max_batch_size": 4})
+    spec = worker_spec(path, [("null/echo", [3], "null")], {"null": [url]},
+                       agent={"options": {"choices": {"null": ["no", "ok"]}}},
+                       rollout={"group_size": 6, "groups_in_flight": 1, "max_new_tokens": 1},
+                       engine={"options": {"max_batch_size": 4}})
     worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     try:
         await worker._setup()
@@ -111,7 +113,7 @@ async def test_the_model_calls_of_a_groups_episodes_share_generate_calls(setup, 
         ray.kill(buffer)
 
 
-async def test_pushed_images_outlive_the_worker_that_made_them(setup, tmp_path):
+async def test_pushed_images_outlive_the_worker_that_made_them(setup, tmp_path, worker_spec):
     """A group pushed just before its worker dies still resolves: its images are owned by the buffer.
 
     (Regression: CI lost a run to OwnerDiedError when the worker itself had put the images.)
@@ -119,9 +121,9 @@ async def test_pushed_images_outlive_the_worker_that_made_them(setup, tmp_path):
     path, url = setup
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=None,
                                                                      own_images=True)
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [1], "null")], env_urls={"null": [url]},
-                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=2, groups_in_flight=1,
-                      max_new_tokens=1)
+    spec = worker_spec(path, [("null/echo", [1], "null")], {"null": [url]},
+                       agent={"options": {"choices": {"null": ["no", "ok"]}}},
+                       rollout={"group_size": 2, "groups_in_flight": 1, "max_new_tokens": 1})
     actor = ray.remote(RolloutWorker).options(num_cpus=0, max_restarts=0).remote(
         spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     try:
@@ -135,12 +137,12 @@ async def test_pushed_images_outlive_the_worker_that_made_them(setup, tmp_path):
         ray.kill(buffer)
 
 
-def test_a_worker_actor_tunes_its_own_allocator(setup, tmp_path):
+def test_a_worker_actor_tunes_its_own_allocator(setup, tmp_path, worker_spec):
     from mintgym.allocator import MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES
 
     path, url = setup
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]})
+    spec = worker_spec(path, [("null/echo", [3], "null")], {"null": [url]})
     actor = ray.remote(RolloutWorker).options(num_cpus=0).remote(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     try:
         status = ray.get(actor.status.remote(), timeout=60)
@@ -167,7 +169,7 @@ class _PublishOnAdmit(TrajectoryBuffer):
         return reservation
 
 
-async def test_a_group_samples_with_weights_published_after_its_admission(setup, tmp_path):
+async def test_a_group_samples_with_weights_published_after_its_admission(setup, tmp_path, worker_spec):
     """The turn's version is the one its model call used: weights that arrive between the group's
     admission and its calls are loaded first, so the group's staleness counts from the call."""
     path, url = setup
@@ -178,9 +180,9 @@ async def test_a_group_samples_with_weights_published_after_its_admission(setup,
     state = {k: (v + 0.01).numpy() for k, v in make_engine("hf", model_path=path).model.state_dict().items()}
     buffer = ray.remote(_PublishOnAdmit).options(num_cpus=0).remote(
         ["null"], groups_per_step=1, max_lag=None, own_images=True, folder=str(folder), version=1, state=state)
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
-                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=2, groups_in_flight=1,
-                      max_new_tokens=1)
+    spec = worker_spec(path, [("null/echo", [3], "null")], {"null": [url]},
+                       agent={"options": {"choices": {"null": ["no", "ok"]}}},
+                       rollout={"group_size": 2, "groups_in_flight": 1, "max_new_tokens": 1})
     worker = RolloutWorker(spec, buffer, weights)
     try:
         await worker.run(max_groups=1)
@@ -195,13 +197,13 @@ async def test_a_group_samples_with_weights_published_after_its_admission(setup,
         ray.kill(buffer)
 
 
-async def test_a_group_whose_resets_fail_takes_no_reservation(setup, tmp_path):
+async def test_a_group_whose_resets_fail_takes_no_reservation(setup, tmp_path, worker_spec):
     """Admission is asked at the group's first model call, after its env resets: a group that never
     reaches one (an unknown task here) holds no reservation and loses none."""
     path, url = setup
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/no-such-task", [3], "null")],
-                      env_urls={"null": [url]}, group_size=2, groups_in_flight=1)
+    spec = worker_spec(path, [("null/no-such-task", [3], "null")], {"null": [url]},
+                       rollout={"group_size": 2, "groups_in_flight": 1})
     worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     try:
         await worker.run(max_groups=1)
@@ -216,21 +218,23 @@ async def test_a_group_whose_resets_fail_takes_no_reservation(setup, tmp_path):
         ray.kill(buffer)
 
 
-async def test_episodes_whose_prompts_outgrew_the_context_are_pushed_and_trained_on_as_failures(setup, tmp_path):
+async def test_episodes_whose_prompts_outgrew_the_context_are_pushed_and_trained_on_as_failures(setup, tmp_path,
+                                                                                                worker_spec):
     """The vlm agent's second prompt (its first answer summarized) does not fit ``max_model_len``: each
     episode is the agent's failure, reward 0, its first turn kept, and the group is pushed, not dropped."""
     path, url = setup
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
-                      session_options={"null": {"width": 32, "height": 32}}, agent="vlm",
-                      agent_options={"actions": ["click"]}, max_turns=3, group_size=2, groups_in_flight=1,
-                      max_new_tokens=4)
+    spec = worker_spec(path, [("null/echo", [3], "null")], {"null": [url]},
+                       agent={"kind": "vlm", "options": {"actions": ["click"]}, "max_turns": 3},
+                       rollout={"group_size": 2, "groups_in_flight": 1, "max_new_tokens": 4},
+                       envs=[{"domain": "null", "session_options": {"width": 32, "height": 32}}])
     prompt = None
     for limit in (None, "first prompt + 1"):
         buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0)
         options = {} if limit is None else {"max_model_len": prompt + 1}
-        worker = RolloutWorker(dataclasses.replace(spec, engine_options=options,
-                                                   max_turns=1 if limit is None else 3),
-                               buffer, FilesystemBroadcast(tmp_path / f"w{prompt}"))
+        run = spec.run.model_copy(update={
+            "engine": HFEngineConfig(options=options),
+            "agent": spec.run.agent.model_copy(update={"max_turns": 1 if limit is None else 3})})
+        worker = RolloutWorker(dataclasses.replace(spec, run=run), buffer, FilesystemBroadcast(tmp_path / f"w{prompt}"))
         try:
             await worker.run(max_groups=1)
             [group] = (await buffer.get_batch.remote(1, 0, 30.0)).groups
@@ -250,7 +254,7 @@ async def test_episodes_whose_prompts_outgrew_the_context_are_pushed_and_trained
         assert status["drop_causes"] == {} and status["groups"] == 1
 
 
-async def test_a_worker_stopped_while_denied_ends_its_group_unpushed(setup, tmp_path):
+async def test_a_worker_stopped_while_denied_ends_its_group_unpushed(setup, tmp_path, worker_spec):
     """Stopping a worker whose group waits for admission ends the group without a push or a reservation."""
     import asyncio
 
@@ -258,8 +262,9 @@ async def test_a_worker_stopped_while_denied_ends_its_group_unpushed(setup, tmp_
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0,
                                                                      admission_hold=0.0)
     assert await buffer.admit.remote(9, 0) is not None  # another worker's group fills version 0
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")], env_urls={"null": [url]},
-                      agent_options={"choices": {"null": ["no", "ok"]}}, group_size=2, groups_in_flight=1)
+    spec = worker_spec(path, [("null/echo", [3], "null")], {"null": [url]},
+                       agent={"options": {"choices": {"null": ["no", "ok"]}}},
+                       rollout={"group_size": 2, "groups_in_flight": 1})
     worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     try:
         run = asyncio.ensure_future(worker.run(max_groups=1))
@@ -275,7 +280,7 @@ async def test_a_worker_stopped_while_denied_ends_its_group_unpushed(setup, tmp_
         ray.kill(buffer)
 
 
-async def test_a_worker_starts_its_next_group_in_a_domain_with_room(setup, tmp_path):
+async def test_a_worker_starts_its_next_group_in_a_domain_with_room(setup, tmp_path, worker_spec):
     """Domain "a" comes first in turn but its version is full (another worker's group holds it): the slot
     plays domain "b", whose batch lacks a group, instead of sitting in admission for "a"."""
     import asyncio
@@ -285,9 +290,9 @@ async def test_a_worker_starts_its_next_group_in_a_domain_with_room(setup, tmp_p
                                                                      admission_hold=0.0)
     assert await buffer.admit.remote(9, 0, "a") is not None
     assert await buffer.room.remote(0) == {"a": 0, "b": 1}
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "a"), ("null/echo", [4], "b")],
-                      env_urls={"a": [url], "b": [url]}, agent_options={"choices": {"a": ["ok"], "b": ["ok"]}},
-                      group_size=2, groups_in_flight=1)
+    spec = worker_spec(path, [("null/echo", [3], "a"), ("null/echo", [4], "b")], {"a": [url], "b": [url]},
+                       agent={"options": {"choices": {"a": ["ok"], "b": ["ok"]}}},
+                       rollout={"group_size": 2, "groups_in_flight": 1})
     worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     try:
         status = await asyncio.wait_for(worker.run(max_groups=1), 60)
@@ -300,7 +305,7 @@ async def test_a_worker_starts_its_next_group_in_a_domain_with_room(setup, tmp_p
         ray.kill(buffer)
 
 
-async def test_a_worker_plays_groups_in_flight_groups_in_each_domain_at_once(setup, tmp_path):
+async def test_a_worker_plays_groups_in_flight_groups_in_each_domain_at_once(setup, tmp_path, worker_spec):
     """Each domain's env pool holds ``groups_in_flight`` groups' sessions, so each domain plays that many at
     once: one slot in all left one of the two pools idle while the other domain's group played (and at lag 1
     the groups a batch needed started late, behind slots the other domain held)."""
@@ -308,9 +313,9 @@ async def test_a_worker_plays_groups_in_flight_groups_in_each_domain_at_once(set
 
     path, url = setup
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["a", "b"], groups_per_step=2, max_lag=None)
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "a"), ("null/echo", [4], "b")],
-                      env_urls={"a": [url], "b": [url]}, agent_options={"choices": {"a": ["ok"], "b": ["ok"]}},
-                      group_size=2, groups_in_flight=1, simulated_step_seconds=(0.5, 0.0))
+    spec = worker_spec(path, [("null/echo", [3], "a"), ("null/echo", [4], "b")], {"a": [url], "b": [url]},
+                       agent={"options": {"choices": {"a": ["ok"], "b": ["ok"]}}},
+                       rollout={"group_size": 2, "groups_in_flight": 1, "simulated_step_seconds": (0.5, 0.0)})
     worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     playing: dict[str, set[str]] = {"a": set(), "b": set()}
     most: dict[str, int] = {"a": 0, "b": 0}
@@ -337,12 +342,12 @@ async def test_a_worker_plays_groups_in_flight_groups_in_each_domain_at_once(set
         ray.kill(buffer)
 
 
-def test_the_domain_whose_episodes_run_longest_after_their_answer_is_answered_first(setup, tmp_path):
+def test_the_domain_whose_episodes_run_longest_after_their_answer_is_answered_first(setup, tmp_path, worker_spec):
     """Its groups are the last to fill a batch, so its model calls go before the others' (lower priority
     first); a domain not measured yet has priority 0, after any measured one."""
     path, url = setup
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "web"), ("null/echo", [4], "pytool")],
-                      env_urls={"web": [url], "pytool": [url]}, agent_options={})
+    spec = worker_spec(path, [("null/echo", [3], "web"), ("null/echo", [4], "pytool")], {"web": [url], "pytool": [url]},
+                       agent={"options": {}})
     worker = RolloutWorker(spec, None, None)
     assert worker.model_call_priority("web") == worker.model_call_priority("pytool") == 0
     worker.note_after_answer("web", 4.0)
@@ -352,11 +357,10 @@ def test_the_domain_whose_episodes_run_longest_after_their_answer_is_answered_fi
     assert worker.model_call_priority("web") == -3700 < worker.model_call_priority("pytool") == -2000
 
 
-def test_a_task_without_training_seeds_never_draws_a_held_out_eval_seed():
+def test_a_task_without_training_seeds_never_draws_a_held_out_eval_seed(worker_spec):
     import random
 
-    spec = WorkerSpec(worker_id=0, model_path="/m", tasks=[("null/echo", None, "null")], env_urls={"null": ["u"]},
-                      eval_seeds={"null/echo": [1]})
+    spec = worker_spec("/m", [("null/echo", None, "null")], {"null": ["u"]}, eval_seeds={"null/echo": [1]})
     worker = RolloutWorker(spec, buffer=None, weights=None)
     worker._rng = random.Random(0)
     next_draw = random.Random(0).randrange(2**31)  # what the worker's stream draws first
@@ -365,7 +369,7 @@ def test_a_task_without_training_seeds_never_draws_a_held_out_eval_seed():
     assert worker._any_seed_but([]) == next_draw
 
 
-async def test_a_worker_moves_to_the_replacement_of_a_dead_env_server(setup, tmp_path):
+async def test_a_worker_moves_to_the_replacement_of_a_dead_env_server(setup, tmp_path, worker_spec):
     """The run restarts a dead env server at a new URL and hands it over (``use_env_servers``): the worker's
     pool retires the sessions of the dead one and plays its next groups on the replacement."""
     from mintgym.environments.null import NullHost
@@ -376,9 +380,9 @@ async def test_a_worker_moves_to_the_replacement_of_a_dead_env_server(setup, tmp
     path, _ = setup
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=None)
     with serve_asgi(create_app(NullHost())) as dead:
-        spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [3], "null")],
-                          env_urls={"null": [dead]}, agent_options={"choices": {"null": ["ok"]}}, group_size=2,
-                          groups_in_flight=1, max_new_tokens=1)
+        spec = worker_spec(path, [("null/echo", [3], "null")], {"null": [dead]},
+                           agent={"options": {"choices": {"null": ["ok"]}}},
+                           rollout={"group_size": 2, "groups_in_flight": 1, "max_new_tokens": 1})
         worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
         await worker.run(max_groups=1)
     try:

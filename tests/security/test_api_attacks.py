@@ -194,7 +194,7 @@ def test_wrong_tokens_are_refused(guarded, victim, header):
 
 @pytest.mark.parametrize("options, expect", [({"width": -5}, "[16, 7680]"), ({"width": 0}, "[16, 7680]"),
                                              ({"width": "abc"}, "width"), ({"height": 10**12}, "[16, 4320]"),
-                                             ({"evil": 1}, "unknown env option"), ({"width": CAP_WIDTH + 1}, "cap"),
+                                             ({"evil": 1}, "env option evil: unknown key"), ({"width": CAP_WIDTH + 1}, "cap"),
                                              ({"width": 1.5}, "width"), ({"width": [1, 2]}, "width")])
 def test_session_options_are_typed_bounded_and_capped(guarded, victim, options, expect):
     resp = httpx.post(f"{_url(guarded)}/v1/sessions", headers=_auth(SECRET), json={"env_options": options}, timeout=30)

@@ -1,10 +1,14 @@
 """One learner step on a fixed batch of the tiny model, written to a file: the program the sharding test launches
 with ``torchrun --nproc-per-node 2`` (FSDP2 on gloo) and with plain ``python`` (one process, no sharding).
 
-    python tests/trainer/sharded_worker.py MODEL OUT.pt [--micro-batch N] [--checkpointing]
+    python tests/trainer/sharded_worker.py MODEL OUT.pt [--micro-batch N] [--checkpointing] [--resume FOLDER] [--sft]
 
 Rank 0 (or the one process) writes ``{"metrics", "grads", "weights"}``: the step's metrics, every parameter's
-full gradient as the optimizer steps, and the full weights after the step.
+full gradient as the optimizer steps, and the full weights after the step. With ``--resume FOLDER`` it trains
+three steps straight, and again one step, a checkpoint in FOLDER, a fresh learner resumed from it, two steps;
+it writes ``{"straight", "resumed"}``: each one's losses and final weights. With ``--sft``: two supervised
+warm-start steps (:func:`~mintgym.trainer.sft.supervised_steps`, batches of 3 of the five turns, gradient clipped)
+instead, ``{"losses", "weights"}``.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ import numpy as np
 import torch
 
 from mintgym.buffer.types import Batch, Group, Sample, Turn
+from mintgym.config import TrainConfig
 from mintgym.models.loading import load_model, load_processor
-from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.learner import Learner
 
 
@@ -43,12 +47,58 @@ def fixed_batch(processor, *, sizes: tuple[int, ...] = (3, 2), seed: int = 0, si
     return Batch(out, trainer_version=0)
 
 
+def resumed(model: str, config: TrainConfig, shards, folder: str) -> dict:
+    """Three steps straight, and one step, a checkpoint, a fresh learner (every generator seeded afresh) resumed
+    from it, two steps: each one's losses and final weights."""
+    from pathlib import Path
+
+    from mintgym.trainer.ckpt import load_latest, load_sharded, read_latest, save_checkpoint, seed_all
+
+    processor = load_processor(model)
+    batches = [fixed_batch(processor, seed=s) for s in range(3)]
+
+    def fresh() -> Learner:
+        seed_all(0)
+        return Learner(load_model(model), processor, config, shards=shards)
+
+    straight = fresh()
+    losses = [straight.step(b)["loss"] for b in batches]
+    out = {"straight": {"losses": losses, "weights": straight.state_dict()}}
+    first = fresh()
+    losses = [first.step(batches[0])["loss"]]
+    save_checkpoint(folder, 1, first.model, first.optimizer, {"version": first.version, "buffer": {}}, shards=shards)
+    second = fresh()
+    if shards is None:
+        load_latest(folder, second.model, second.optimizer, print)
+    else:
+        saved = read_latest(folder, second.model) if shards.rank == 0 else None
+        load_sharded(Path(folder) / "checkpoints" / "step-000001", saved, second.model, second.optimizer, shards)
+    second.restored(1)
+    losses += [second.step(b)["loss"] for b in batches[1:]]
+    out["resumed"] = {"losses": losses, "weights": second.state_dict()}
+    return out
+
+
+def supervised(model: str, config: TrainConfig, shards) -> dict:
+    """Two supervised steps on the fixed batch's five turns, three a batch (sharded: through the FSDP root)."""
+    from mintgym.trainer.sft import supervised_steps
+
+    learner = Learner(load_model(model), load_processor(model), config, shards=shards)
+    sequences = [learner.sequence_input(turn) for group in fixed_batch(learner.processor).groups
+                 for sample in group.samples for turn in sample.turns]
+    losses = supervised_steps(learner.scorer if shards else learner.model, sequences, steps=2, lr=1e-3, batch_size=3,
+                              micro_batch=config.micro_batch, shards=shards)
+    return {"losses": losses, "weights": learner.state_dict()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("out")
     parser.add_argument("--micro-batch", type=int, default=2)
     parser.add_argument("--checkpointing", action="store_true")
+    parser.add_argument("--resume", help="checkpoint folder: the resume test")
+    parser.add_argument("--sft", action="store_true", help="supervised steps instead of an RL step")
     args = parser.parse_args()
     torch.set_num_threads(1)
     shards = None
@@ -58,6 +108,14 @@ def main() -> None:
         shards = Shards.from_env(backend="gloo")
     config = TrainConfig(lr=1e-3, micro_batch=args.micro_batch, max_grad_norm=None,
                          activation_checkpointing=args.checkpointing)
+    if args.resume or args.sft:
+        result = resumed(args.model, config, shards, args.resume) if args.resume else supervised(args.model, config,
+                                                                                                   shards)
+        if shards is None or shards.rank == 0:
+            torch.save(result, args.out)
+        if shards is not None:
+            torch.distributed.destroy_process_group()
+        return
     learner = Learner(load_model(args.model), load_processor(args.model), config, shards=shards)
     grads: dict[str, torch.Tensor] = {}
     step = learner.optimizer.step

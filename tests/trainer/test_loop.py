@@ -13,7 +13,7 @@ import pytest
 import ray
 
 from mintgym.rl import train
-from mintgym.trainer.config import RunConfig
+from mintgym.config import RunConfig
 from mintgym.weights.base import WeightSyncTimeout
 
 
@@ -133,7 +133,7 @@ def test_sync_timeout_names_who_was_behind(model_path, tmp_path):
 
 
 def test_publish_delay_holds_every_sample_back_and_eval_plays_the_final_weights(model_path, tmp_path):
-    cfg = config(model_path, mode="async", steps=4, max_lag=3, publish_delay=2, eval_groups=3,
+    cfg = config(model_path, {"eval": {"groups": 3}}, mode="async", steps=4, max_lag=3, publish_delay=2,
                  checkpoint_every=0)
     result = train(cfg, tmp_path, log=lambda s: None)
     assert result.steps == 4
@@ -144,7 +144,7 @@ def test_publish_delay_holds_every_sample_back_and_eval_plays_the_final_weights(
     final = result.final_eval
     assert final["version"] == 4 and final["checkpoint"].endswith("step-000004")  # the final weights
     echo = final["domains"]["null"]
-    assert echo["episodes"] + echo["failed_episodes"] == 2  # the task's two seeds (eval_groups 3 asks up to 3)
+    assert echo["episodes"] + echo["failed_episodes"] == 2  # the task's two seeds (eval.groups 3 asks up to 3)
     assert 0.0 <= echo["mean_reward"] <= 1.0
     assert json.loads((tmp_path / "final_eval.json").read_text())["version"] == 4
     results = json.loads((tmp_path / "eval" / "results.json").read_text())  # mintgym eval's own output

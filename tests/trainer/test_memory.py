@@ -15,7 +15,7 @@ from mintgym.inference.logprobs import (
     suppressed_token_ids,
 )
 from mintgym.models.loading import load_model, load_processor
-from mintgym.trainer.config import TrainConfig
+from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 from mintgym.trainer.memory import (
     Architecture,

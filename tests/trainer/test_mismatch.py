@@ -10,7 +10,7 @@ from mintgym.buffer.types import Batch, Group, Sample, Turn
 from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.models.loading import load_model, load_processor
-from mintgym.trainer.config import TrainConfig
+from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 from mintgym.trainer.mismatch import mismatch_metrics
 

@@ -13,7 +13,7 @@ from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.inference.logprobs import sequence_logprobs
 from mintgym.models.loading import load_model, load_processor
-from mintgym.trainer.config import TrainConfig
+from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 
 

@@ -10,7 +10,7 @@ from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.models.loading import load_model, load_processor
 from mintgym.trainer.ckpt import load_latest, save_checkpoint
-from mintgym.trainer.config import TrainConfig
+from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 from mintgym.weights.base import from_wire_state, to_wire_state
 

@@ -108,7 +108,7 @@ def _wandb_history(run_file):
 def test_wandb_offline_run_holds_the_metrics_and_a_resume_continues_it(tmp_path, monkeypatch):
     pytest = __import__("pytest")
     pytest.importorskip("wandb")
-    from mintgym.trainer.config import WandbConfig
+    from mintgym.config import WandbConfig
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))

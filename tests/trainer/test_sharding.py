@@ -1,6 +1,8 @@
 """The learner sharded with FSDP2 over two torchrun processes (gloo, 127.0.0.1) trains one step exactly as one
-process does: same loss, same full gradients, same weights after the optimizer step."""
+process does: same loss, same full gradients, same weights after the optimizer step; its checkpoint resumes bit
+for bit under torchrun and loads in one process."""
 
+import json
 import os
 import socket
 import subprocess
@@ -10,8 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from mintgym.config import TrainConfig
 from mintgym.models.loading import load_model, load_processor
-from mintgym.trainer.config import TrainConfig
+from mintgym.trainer.ckpt import load_latest
 from mintgym.trainer.learner import Learner
 from mintgym.trainer.sharding import Shards, passes
 
@@ -26,10 +29,27 @@ def tiny(tmp_path_factory):
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "m", vocab_size=256)
 
 
+@pytest.fixture(scope="module")
+def tiny_with_dropout(tmp_path_factory):
+    """The tiny Qwen2-VL with attention dropout: each training forward draws masks from its rank's generator."""
+    from mintgym.models.tiny import build_tiny_vlm
+
+    path = Path(build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "m", vocab_size=256))
+    config = json.loads((path / "config.json").read_text())
+    config["text_config"]["attention_dropout"] = 0.2
+    (path / "config.json").write_text(json.dumps(config))
+    return str(path)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _torchrun(ranks: int = 2) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--nnodes", "1",
+            "--master-addr", "127.0.0.1", "--master-port", str(_free_port())]
 
 
 def _run(command: list[str]) -> None:
@@ -43,9 +63,7 @@ def test_two_sharded_processes_train_one_step_as_one_process(tiny, tmp_path):
     without: loss within 1e-6 relative, every full gradient within 1e-7 absolute (they are about 1e-2), the
     weights after Adam's step within 1e-6."""
     _run([sys.executable, str(WORKER), tiny, str(tmp_path / "one.pt")])
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--nnodes", "1",
-                "--master-addr", "127.0.0.1", "--master-port", str(_free_port())]
-    _run([*torchrun, str(WORKER), tiny, str(tmp_path / "two.pt"), "--checkpointing"])
+    _run([*_torchrun(), str(WORKER), tiny, str(tmp_path / "two.pt"), "--checkpointing"])
     one, two = (torch.load(tmp_path / f"{n}.pt", weights_only=False) for n in ("one", "two"))
     assert two["world"] == 2 and one["world"] == 1
     for key in ("loss", "grad_norm", "tokens", "sequences", "is/ratio_mean", "mismatch/kl_mean"):
@@ -56,6 +74,17 @@ def test_two_sharded_processes_train_one_step_as_one_process(tiny, tmp_path):
     for name, grad in one["grads"].items():
         torch.testing.assert_close(two["grads"][name], grad, rtol=0, atol=1e-7, msg=name)
     assert one["weights"].keys() == two["weights"].keys()
+    for name, weight in one["weights"].items():
+        torch.testing.assert_close(two["weights"][name], weight, rtol=0, atol=1e-6, msg=name)
+
+
+def test_two_sharded_processes_run_the_warm_start_steps_as_one_process(tiny, tmp_path):
+    """Two supervised steps of three sequences a batch (rank 1 runs a filler), the gradient clipped: the same
+    losses within 1e-6 relative and weights within 1e-6."""
+    _run([sys.executable, str(WORKER), tiny, str(tmp_path / "one.pt"), "--sft"])
+    _run([*_torchrun(), str(WORKER), tiny, str(tmp_path / "two.pt"), "--sft"])
+    one, two = (torch.load(tmp_path / f"{n}.pt", weights_only=False) for n in ("one", "two"))
+    assert two["losses"] == pytest.approx(one["losses"], rel=1e-6) and len(one["losses"]) == 2
     for name, weight in one["weights"].items():
         torch.testing.assert_close(two["weights"][name], weight, rtol=0, atol=1e-6, msg=name)
 
@@ -79,3 +108,31 @@ def test_sharding_outside_torchrun_is_an_error_naming_what_is_missing(monkeypatc
 def test_a_sharded_learner_refuses_mismatch_snapshots(tiny):
     with pytest.raises(ValueError, match="mismatch_snapshots .* sharded learner"):
         Learner(load_model(tiny), load_processor(tiny), TrainConfig(mismatch_snapshots=2), shards=Shards(0, 2, None))
+
+
+def test_a_sharded_checkpoint_resumes_bit_for_bit_and_loads_in_one_process(tiny_with_dropout, tmp_path):
+    """Two ranks with attention dropout (each rank draws its own masks): three steps straight, and one step, a
+    checkpoint (rank 0 writes the gathered state), a fresh sharded learner resumed from it, two steps: the same
+    losses and weights bit for bit, every rank's generators restored from its own file. The checkpoint is one
+    process's too: its optimizer state keyed by parameter index, in the optimizer's order."""
+    folder = tmp_path / "run"
+    _run([*_torchrun(), str(WORKER), tiny_with_dropout, str(tmp_path / "two.pt"), "--resume", str(folder)])
+    result = torch.load(tmp_path / "two.pt", weights_only=False)
+    straight, resumed = result["straight"], result["resumed"]
+    assert resumed["losses"] == straight["losses"]
+    assert straight["weights"].keys() == resumed["weights"].keys() and len(straight["weights"]) > 40
+    assert [k for k, v in straight["weights"].items() if not torch.equal(v, resumed["weights"][k])] == []
+    checkpoint = folder / "checkpoints" / "step-000001"
+    assert json.loads((checkpoint / "state.json").read_text())["ranks"] == 2
+    rng = [torch.load(checkpoint / name, weights_only=True)["torch"] for name in ("rng.pt", "rng.rank1.pt")]
+    assert not torch.equal(*rng)  # the ranks drew different masks: rank 1 needs its own generator back
+
+    one = Learner(load_model(tiny_with_dropout), load_processor(tiny_with_dropout), TrainConfig(lr=1e-3))
+    said: list[str] = []
+    path, state = load_latest(folder, one.model, one.optimizer, said.append)
+    assert path == checkpoint and state["step"] == 1 and said == []
+    params = [p for group in one.optimizer.param_groups for p in group["params"]]
+    saved = torch.load(checkpoint / "optimizer.pt", weights_only=True)
+    assert sorted(saved["state"]) == list(range(len(params)))
+    assert all(one.optimizer.state[p]["exp_avg"].shape == p.shape for p in params)
+    assert all(float(one.optimizer.state[p]["step"]) == 1.0 for p in params)

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from mintgym.trainer.config import RunConfig
+from mintgym.config import RunConfig
 from mintgym.rl import train
 
 pytestmark = pytest.mark.slow  # two Ray nodes and a few training steps: a minute or more on 2 cores

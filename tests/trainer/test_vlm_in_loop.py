@@ -19,11 +19,11 @@ import ray
 import torch
 
 from mintgym.buffer.store import TrajectoryBuffer
+from mintgym.config import TrainConfig
 from mintgym.models.loading import load_model, load_processor
-from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
+from mintgym.rollout.ray_worker import RolloutWorker
 from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.local import LocalProvider
-from mintgym.trainer.config import TrainConfig
 from mintgym.trainer.learner import Learner
 from mintgym.weights import FilesystemBroadcast
 
@@ -44,17 +44,18 @@ def null_server(tmp_path_factory):
         ray.shutdown()
 
 
-async def test_two_turn_vlm_episodes_reach_the_learner_with_their_screenshots(null_server, tmp_path):
+async def test_two_turn_vlm_episodes_reach_the_learner_with_their_screenshots(null_server, tmp_path, worker_spec):
     path, url = null_server
     torch.set_num_threads(1)
     buffer = ray.remote(TrajectoryBuffer).options(num_cpus=0).remote(["null"], groups_per_step=1, max_lag=0,
                                                                      own_images=True)
-    spec = WorkerSpec(worker_id=0, model_path=path, tasks=[("null/echo", [5], "null")], env_urls={"null": [url]},
-                      session_options={"null": {"width": 112, "height": 112}},
-                      engine_options={"aligned_logprobs": True}, agent="vlm",
-                      agent_options={"frame": "resized_absolute:56x56", "history": 2, "actions": ["click", "done"],
-                                     "seeded": False},
-                      max_turns=2, group_size=3, groups_in_flight=1, max_new_tokens=6, temperature=1.0)
+    spec = worker_spec(path, [("null/echo", [5], "null")], {"null": [url]},
+                       envs=[{"domain": "null", "session_options": {"width": 112, "height": 112}}],
+                       engine={"options": {"aligned_logprobs": True}},
+                       agent={"kind": "vlm", "max_turns": 2, "options": {
+                           "frame": "resized_absolute:56x56", "history": 2, "actions": ["click", "done"],
+                           "seeded": False}},
+                       rollout={"group_size": 3, "groups_in_flight": 1, "max_new_tokens": 6, "temperature": 1.0})
     worker = RolloutWorker(spec, buffer, FilesystemBroadcast(tmp_path / "w"))
     try:
         await worker.run(max_groups=1)

@@ -34,7 +34,8 @@ def run(tmp_path_factory) -> Path:
         "agent": {"kind": "answer", "options": {"choices": {"null": ["no", "ok"]}, "pick": "modulo"}},
         "rollout": {"workers": 1, "group_size": 2, "groups_in_flight": 1, "max_new_tokens": 1},
         "train": {"mode": "sync", "steps": 2, "groups_per_step": 1, "lr": 1e-3, "checkpoint_every": 1,
-                  "eval_groups": 3, "eval_temperature": 0, "sync_timeout": 60, "batch_timeout": 120},
+                  "sync_timeout": 60, "batch_timeout": 120},
+        "eval": {"groups": 3, "temperature": 0},
     }))
     ok("train", "--config", str(config), "--out", str(root / "run"))
     return root / "run"
@@ -90,16 +91,20 @@ def test_the_run_spec_decides_the_agent_and_its_mistakes_are_one_line(run, tmp_p
     assert "no checkpoint of step 9 (it has: 1, 2)" in refused("eval", "--model", str(run), "--step", "9", "--out", out)
     assert "overrides are for a run's spec" in refused("eval", "--tasks", "null/echo", "train.lr=1", "--out", out)
     line = refused("eval", "--config", str(run / "config.json"), "agent.kind=chess", "--out", out)
-    assert "agent: unknown agent 'chess'; choose one of answer, random, scripted, vlm" in line
+    assert "agent.kind: unknown agent 'chess'; choose one of answer, random, scripted, vlm" in line
     assert not (tmp_path / "x").exists()
 
 
 def test_data_suite_flags_are_refused_with_a_spec_not_dropped(tmp_path):
-    """`--data` and `--suite-option` mean nothing to an eval with a run's spec: one line, nothing written."""
+    """`--data`, `--suite-option` and `--model-option` mean nothing to an eval with a run's spec: one line, nothing
+    written."""
     config = Path(__file__).resolve().parents[3] / "examples" / "must_see.yaml"
     for extra in (("--data", str(tmp_path)), ("--suite-option", "protocol=seeclick")):
         line = refused("eval", "--config", str(config), "--out", str(tmp_path / "x"), *extra)
         assert line.startswith("error: --data and --suite-option are for the data suites")
+    assert not (tmp_path / "x").exists()
+    line = refused("eval", "--config", str(config), "--out", str(tmp_path / "x"), "--model-option", "drop=top_p")
+    assert line.startswith("error: --model-option is not taken with --config or a run folder")
     assert not (tmp_path / "x").exists()
 
 

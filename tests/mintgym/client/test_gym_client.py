@@ -9,17 +9,7 @@ from gymnasium.utils.env_checker import check_env
 import mintgym
 from mintgym.client.aio import AsyncEnvClient
 from mintgym.errors import RegistrationError
-from mintgym.runtime.make import provider
 from mintgym.runtime.pool import EnvPool
-
-
-@pytest.fixture(scope="module")
-def null_server():
-    prov = provider("local")
-    handle = prov.start("null")
-    prov.wait_ready(handle, 60)
-    yield handle.base_url
-    prov.stop(handle)
 
 
 @pytest.mark.parametrize("encoding", ["raw", "png"])

@@ -50,3 +50,14 @@ def test_an_entry_without_domain_belongs_to_the_one_domain_claiming_its_fields()
     rival = Declaration(task_entry="mintgym.env.taskfiles:TaskEntry", task_entry_fields=("evaluator",))
     with declarations.declaring(rival=rival):
         assert taskfiles._claiming_domain({"id": "x", "evaluator": {}}) is None  # two claim it: the entry must say
+
+
+def test_a_task_screen_is_the_domains_declared_one_or_the_sessions():
+    miniwob, webapp, echo = (registration.task(t) for t in ("miniwob/click-test", "webapps/shop-cart-kettle", "null/echo"))
+    assert declarations.task_screen_size("web", miniwob, (800, 600)) == (160, 210)  # the task's viewport wins
+    assert declarations.task_screen_size("web", webapp, (1024, 768)) == (800, 600)
+    assert declarations.task_screen_size("null", echo, (64, 48)) == (64, 48)  # declares none: the session's size
+    assert declarations.task_screen_size("web", None, (640, 480)) == (640, 480)
+    with declarations.declaring(null=Declaration(task_screen=lambda task, size: (0, 10))), \
+            pytest.raises(RegistrationError, match="declares a 0x10 screen for task 'null/echo'"):
+        declarations.task_screen_size("null", echo, (64, 48))

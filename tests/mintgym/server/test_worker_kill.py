@@ -10,16 +10,11 @@ import pytest
 
 import mintgym
 from mintgym.errors import SessionFailed
-from mintgym.runtime.make import provider
 
 
 @pytest.fixture(scope="module")
-def pytool_url():
-    prov = provider("local")
-    handle = prov.start("pytool")
-    prov.wait_ready(handle, 120)
-    yield handle.base_url
-    prov.stop(handle)
+def pytool_url(local_server):
+    return local_server("pytool")
 
 
 def session_uid(env) -> int:

@@ -9,7 +9,6 @@ from PIL import Image
 
 from mintgym.agents.scripted import RandomAgent, ScriptedAgent
 from mintgym.rollout.runner import EpisodeJob, run_jobs
-from mintgym.runtime.make import provider
 from mintgym.trajectory.store import export_dataset, load_run, load_trajectory
 from mintgym.trajectory.types import StepRecord, Trajectory
 from mintgym.trajectory.inspector.pages import render_episode
@@ -18,12 +17,8 @@ from mintgym.trajectory.viewer import action_marks, write_run_pages
 
 
 @pytest.fixture(scope="module")
-def null_url():
-    prov = provider("local")
-    handle = prov.start("null")
-    prov.wait_ready(handle, 60)
-    yield handle.base_url
-    prov.stop(handle)
+def null_url(local_server):
+    return local_server("null")
 
 
 def test_rollout_records_and_loads_back(null_url, tmp_path):

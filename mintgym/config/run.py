@@ -1,53 +1,40 @@
-"""Layer 6: the typed configuration of a training run, loaded from YAML, overridable from the command line.
+"""Layer 1: the one typed spec of a run, loaded from YAML and overridable from the command line, read by every
+entry point: ``mintgym train``, ``mintgym eval --config`` (the same file and overrides), the rollout workers and a
+run's final evaluation.
 
-One pydantic model per part of the run, every field documented (``Field(description=...)``), types and
-ranges enforced and unknown keys refused, so a typo or a wrong value fails at load time with one line
-naming the key::
+One pydantic model per section (model, tasks, envs, engine, agent, rollout, train, eval, weights, log, warm
+start), every field documented (``Field(description=...)``), types and ranges enforced and unknown keys refused,
+so a typo or a wrong value fails at load time with one line naming the key::
 
     >>> cfg = RunConfig.from_dict({"model": {"path": "/tmp/m"}, "tasks": [{"id": "null/echo"}]})
-    >>> cfg.train.correction
-    'truncated_is'
-    >>> apply_overrides({"train": {"lr": 0.1}}, ["train.lr=3e-4", "rollout.group_size=4"])
-    {'train': {'lr': '3e-4'}, 'rollout': {'group_size': 4}}
+    >>> cfg.train.correction, cfg.engine.name, cfg.weights.transport
+    ('truncated_is', 'hf', 'ray')
 
 Where env servers run is chosen per domain (``envs[].provider``: ``local``, ``docker``, ``ray``, or given
-``urls``) and how weights travel by ``weights.transport`` (``ray`` object store, ``filesystem``, or
-``vllm``: files each vLLM engine loads in place).
+``urls``); the engine (:mod:`mintgym.config.engine`) and the weight transport (:mod:`mintgym.config.weights`)
+are unions keyed on their kind; the agent's options are typed by its registered class's constructor.
 """
 
 from __future__ import annotations
 
-import types
-import typing
+import importlib
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
-import annotated_types
 import pydantic
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from mintgym.buffer.mixer import unhonoured
-
-
-class ConfigError(ValueError):
-    """A run config (file, key, type or value) that cannot be used; the message is one line naming the key."""
-
-
-class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        """``true`` where a number is expected is an error, not 1 (pydantic's lax mode would take it)."""
-        annotation = cls.model_fields[info.field_name].annotation
-        if not _takes_bool(annotation) and _holds_bool(value):
-            raise ValueError(f"expected {_type_words(annotation, [])}, got {value!r}")
-        return value
+from mintgym.config.base import ConfigError, Section
+from mintgym.config.engine import EngineConfig, HFEngineConfig
+from mintgym.config.files import apply_overrides, read_yaml
+from mintgym.config.weights import RayWeights, WeightsConfig
+from mintgym.plugin_options import check_options
+from mintgym.validation import one_line
 
 
-class ModelConfig(_Part):
+class ModelConfig(Section):
     path: str = Field(min_length=1, description="Checkpoint directory (a Hugging Face VLM). With ``build_tiny`` "
                                                 "it is built there first if missing.")
     build_tiny: bool = Field(False, description="Build the tiny random Qwen2-VL "
@@ -61,26 +48,7 @@ class ModelConfig(_Part):
         None, description="Trainer weights dtype; None: float32.")
 
 
-class EngineConfig(_Part):
-    name: Literal["hf", "vllm"] = Field("hf", description="Inference engine: ``hf`` (transformers, CPU) or ``vllm``.")
-    options: dict[str, Any] = Field(default_factory=dict, description="Keyword options of the engine, checked "
-                                    "against its constructor (``aligned_logprobs``, ``max_batch_size``, vllm's "
-                                    "``gpu_memory_utilization``...).")
-
-    @model_validator(mode="after")
-    def _options_fit_the_engine(self) -> EngineConfig:
-        import importlib
-
-        from mintgym.inference import ENGINES
-        from mintgym.plugin_options import check_options
-
-        module, _, name = ENGINES[self.name].partition(":")
-        check_options(getattr(importlib.import_module(module), name), self.options, "options",
-                      skip=("model_path", "model", "processor", "policy_version"))
-        return self
-
-
-class AgentConfig(_Part):
+class AgentConfig(Section):
     kind: str = Field("answer", description="A registered agent that samples from its engine (the "
                       "``mintgym.agents`` entry points): ``answer``, one short sampled answer, submitted as "
                       "``done(answer=...)`` or, with ``click_grid``, clicked as the grid cell it names; ``vlm``, "
@@ -93,21 +61,30 @@ class AgentConfig(_Part):
                                   "step and the answer agent's closing ``done()`` count): the env session "
                                   "truncates the episode there and scores its state (None: the task's limit).")
 
-    @model_validator(mode="after")
-    def _a_trainable_agent_with_its_options(self) -> AgentConfig:
-        import importlib
-
-        from mintgym.plugin_options import check_options
-
-        factory = importlib.import_module("mintgym.agents").agent_factory(self.kind)  # by name: see rollout.agents
-        if not getattr(factory, "needs_engine", False):
-            raise ValueError(f"kind {self.kind!r} does not sample from an inference engine (its class does not say "
+    @field_validator("kind")
+    @classmethod
+    def _samples_from_an_engine(cls, kind: str) -> str:
+        if not getattr(_agent_class(kind), "needs_engine", False):
+            raise ValueError(f"{kind!r} does not sample from an inference engine (its class does not say "
                              "needs_engine), so there is nothing to train; use answer, vlm or an agent that does")
-        check_options(factory, self.options, "options", skip=("engine",))
-        return self
+        return kind
+
+    @field_validator("options")
+    @classmethod
+    def _options_fit_the_agent(cls, options: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """Typed by the registered class's constructor (:mod:`mintgym.plugin_options`): agents are plug-ins,
+        so their options' model comes from their code, a user's agent's as a built-in's."""
+        if "kind" not in info.data:
+            return options  # the kind itself was refused
+        return check_options(_agent_class(info.data["kind"]), options, "", skip=("engine",))
 
 
-class EnvConfig(_Part):
+def _agent_class(kind: str) -> Any:
+    """The agent registered as ``kind`` (the ``mintgym.agents`` entry points; unknown: a one-line error)."""
+    return importlib.import_module("mintgym.agents").agent_factory(kind)  # by name: agents sit above this layer
+
+
+class EnvConfig(Section):
     domain: str = Field(description="Domain served (a registered host: ``null``, ``pytool``, ``web`` ...).")
     provider: Literal["local", "docker", "ray"] = Field(
         "local", description="Where this domain's env servers run: ``local`` (subprocesses of the trainer), "
@@ -139,14 +116,14 @@ class EnvConfig(_Part):
         return self
 
 
-class TaskConfig(_Part):
+class TaskConfig(Section):
     id: str = Field(description="Task id (``pytool/count-shapes-0``); its domain is the part before the slash.")
     seeds: list[int] | None = Field(None, min_length=1, description="Seeds episodes draw from (None: any seed "
                                     "from the worker's stream).")
     eval_seeds: list[int] | None = Field(None, min_length=1, description="Seeds of the final evaluation, held out "
                                          "from training: none may be in ``seeds`` or ``oracle_seeds``, and a task "
                                          "without ``seeds`` never draws them (None: the training seeds); "
-                                         "``train.eval_groups`` groups take them in turn.")
+                                         "``eval.groups`` groups take them in turn.")
     oracle_seeds: list[int] | None = Field(None, min_length=1, description="Seeds the warm start's oracle "
                                            "plays (``warm_start.oracle``; None: ``seeds``). Chosen apart from "
                                            "``seeds``, RL is rewarded on seeds the warm start never showed.")
@@ -156,7 +133,7 @@ class TaskConfig(_Part):
                         "to the others.")
 
     @model_validator(mode="after")
-    def _eval_seeds_held_out(self) -> "TaskConfig":
+    def _eval_seeds_held_out(self) -> TaskConfig:
         for name, seeds, what in (("seeds", self.seeds, "RL would train"),
                                   ("oracle_seeds", self.oracle_seeds, "the warm start would train")):
             leaked = sorted(set(seeds or ()) & set(self.eval_seeds or ()))
@@ -170,7 +147,7 @@ class TaskConfig(_Part):
         return self.env_domain or self.id.split("/", 1)[0]
 
 
-class RolloutConfig(_Part):
+class RolloutConfig(Section):
     workers: int = Field(1, ge=1, description="Ray rollout worker actors.")
     groups_in_flight: int = Field(2, ge=1, description="Groups each worker plays at once in each domain (each "
                                   "group runs its G episodes concurrently; the worker's env pool per domain "
@@ -195,7 +172,7 @@ class RolloutConfig(_Part):
                                                "(``{envnode: 1}``).")
 
 
-class TrainConfig(_Part):
+class TrainConfig(Section):
     mode: Literal["async", "sync"] = Field("async", description="``async`` (workers never wait for the trainer) "
                                            "or ``sync`` (generate, train, sync, repeat).")
     steps: int = Field(50, ge=1, description="Optimizer steps to run (a rerun past them says the run is finished).")
@@ -256,14 +233,17 @@ class TrainConfig(_Part):
     max_failed_steps: int = Field(3, ge=0, description="Fail the run after this many steps in a row that "
                                   "trained on nothing because every episode failed, naming the most frequent "
                                   "episode error (0: never).")
-    eval_groups: int = Field(0, ge=0, description="After the last step, evaluate the final checkpoint as ``mintgym "
-                             "eval --model OUT`` does: one episode on each of the first this many held-out seeds "
-                             "of every task (``eval_seeds``, else ``seeds``), results in ``OUT/eval/`` and the "
-                             "mean reward per domain in ``final_eval.json`` (0: no evaluation).")
-    eval_temperature: float | None = Field(None, ge=0, description="Sampling temperature of that evaluation "
-                                           "(None: ``rollout.temperature``; 0: greedy, the policy's best answer).")
     seed: int = Field(0, description="Seed of the trainer's random number generators (Python, NumPy, torch; a "
                       "resume restores them from its checkpoint) and of the task streams.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        moved = [k for k in ("eval_groups", "eval_temperature") if isinstance(data, dict) and k in data]
+        if moved:
+            raise ValueError(f"{moved[0]} is now eval.{moved[0].removeprefix('eval_')} (the final evaluation has a "
+                             "section of its own)")
+        return data
 
     @model_validator(mode="after")
     def _publish_delay_fits(self) -> TrainConfig:
@@ -277,18 +257,17 @@ class TrainConfig(_Part):
         return self
 
 
-class WeightsConfig(_Part):
-    transport: Literal["ray", "filesystem", "vllm"] = Field(
-        "ray", description="How published weights reach the engines: ``ray`` (Ray's object store, one copy per "
-                           "node), ``filesystem`` (``.npz`` files in ``folder``, which every node must see), "
-                           "``vllm`` (safetensors files in ``folder`` that each vLLM worker loads in place; needs "
-                           "CUDA GPUs and engine.name vllm).")
-    folder: str | None = Field(None, description="``filesystem`` and ``vllm``: the shared folder (None: "
-                               "``<out>/weights``).")
-    keep: int = Field(2, ge=1, description="``filesystem`` and ``vllm``: weight versions kept on disk.")
+class EvalConfig(Section):
+    """The run's final evaluation: its checkpoint played as ``mintgym eval --model OUT`` plays it."""
+
+    groups: int = Field(0, ge=0, description="After the last step, one episode on each of the first this many "
+                        "held-out seeds of every task (``eval_seeds``, else ``seeds``), results in ``OUT/eval/`` "
+                        "and the mean reward per domain in ``final_eval.json`` (0: no evaluation).")
+    temperature: float | None = Field(None, ge=0, description="Sampling temperature of that evaluation (None: "
+                                      "``rollout.temperature``; 0: greedy, the policy's best answer).")
 
 
-class WandbConfig(_Part):
+class WandbConfig(Section):
     enabled: bool = Field(False, description="Log every step's metrics to Weights & Biases too "
                                              "(``pip install 'mintgym[wandb]'``).")
     project: str = Field("mintgym", description="W&B project.")
@@ -299,7 +278,7 @@ class WandbConfig(_Part):
     tags: list[str] = Field(default_factory=list, description="W&B run tags.")
 
 
-class LogConfig(_Part):
+class LogConfig(Section):
     ray: bool = Field(False, description="Show Ray's own log lines (worker stdout/stderr, startup) on the "
                                          "console; ``mintgym train --verbose`` sets it.")
     sample_episodes_every: int = Field(0, ge=0, description="Every this many steps, write some of the trained "
@@ -315,7 +294,7 @@ class LogConfig(_Part):
 TINY_WARM_START_LR = 1e-3
 
 
-class WarmStartConfig(_Part):
+class WarmStartConfig(Section):
     """Supervised steps before RL: behaviour cloning of a teacher in the run's own agent format
     (:mod:`mintgym.trainer.sft`). Only a fresh run warm-starts; a resumed one continues from its checkpoint."""
 
@@ -332,7 +311,7 @@ class WarmStartConfig(_Part):
     batch_size: int = Field(16, ge=1, description="Sequences per supervised step.")
 
     @model_validator(mode="after")
-    def _one_source(self) -> "WarmStartConfig":
+    def _one_source(self) -> WarmStartConfig:
         if self.oracle and self.dataset:
             raise ValueError("give oracle: true or a dataset, not both")
         if self.steps and not (self.oracle or self.dataset):
@@ -340,17 +319,21 @@ class WarmStartConfig(_Part):
         return self
 
 
-class RunConfig(_Part):
+class RunConfig(Section):
     model: ModelConfig = Field(description="The policy's checkpoint.")
     tasks: list[TaskConfig] = Field(min_length=1, description="Tasks the run trains on; their domains are the "
                                     "mixer's domains.")
-    engine: EngineConfig = Field(default_factory=EngineConfig, description="The rollout workers' inference engine.")
+    engine: EngineConfig = Field(default_factory=HFEngineConfig, description="The rollout workers' inference "
+                                 "engine, by ``name``: ``hf`` or ``vllm``, each with its typed ``options``.")
     agent: AgentConfig = Field(default_factory=AgentConfig, description="The agent the workers play with.")
     envs: list[EnvConfig] = Field(default_factory=list, description="Env servers per domain (a domain of a task "
                                   "without an entry gets one local server).")
     rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="Rollout workers.")
     train: TrainConfig = Field(default_factory=TrainConfig, description="The learner and the loop.")
-    weights: WeightsConfig = Field(default_factory=WeightsConfig, description="The weight transport.")
+    eval: EvalConfig = Field(default_factory=EvalConfig, description="The final evaluation.")
+    weights: WeightsConfig = Field(default_factory=RayWeights, description="How weights reach the engines, by "
+                                   "``transport``: ``ray`` (the object store), ``filesystem`` or ``vllm`` (files in "
+                                   "a shared ``folder``).")
     log: LogConfig = Field(default_factory=LogConfig, description="Console, W&B and sample-episode logging.")
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig, description="Supervised steps on a "
                                         "teacher's episodes before RL.")
@@ -405,7 +388,7 @@ class RunConfig(_Part):
         try:
             return cls.model_validate(data)
         except pydantic.ValidationError as err:
-            raise ConfigError(describe_errors(err)) from None
+            raise ConfigError(one_line(err, data, cls)) from None
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: list[str] = ()) -> RunConfig:
@@ -416,211 +399,26 @@ class RunConfig(_Part):
         return self.model_dump(mode="json")
 
 
-def _takes_bool(annotation: Any) -> bool:
-    """Whether a field of this type may hold a bool anywhere (``bool``, ``Any``, a dict of anything ...)."""
-    if annotation is bool or annotation is Any:
-        return True
-    args = typing.get_args(annotation)
-    if typing.get_origin(annotation) is Literal:
-        return any(isinstance(a, bool) for a in args)
-    if typing.get_origin(annotation) is dict:
-        return _takes_bool(args[1]) if len(args) == 2 else True
-    return any(_takes_bool(a) for a in args if a is not Ellipsis)
+def unhonoured(domains: Sequence[str], weights: Mapping[str, float] | None, groups_per_step: int,
+               steps: int) -> str | None:
+    """Why a run of ``steps`` batches of ``groups_per_step`` groups cannot give every one of ``domains`` its
+    share under the mixer's schedule (None if it can): a domain without a weight (it would never be trained, its
+    groups never admitted), or one whose share of the run, ``steps * groups_per_step * p_d``, is below one group
+    (the schedule guarantees ``floor`` of it, so it might get none).
 
-
-def _holds_bool(value: Any) -> bool:
-    """A bool, or a list or tuple holding one (``seeds: [true]``)."""
-    return isinstance(value, bool) or (isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value))
-
-
-# -- YAML and overrides ------------------------------------------------------------------------------------
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice",
-                                                        key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such config file" if not path.exists() else f"{path} is not a file")
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # SafeLoader, no repeated keys
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a run config is a mapping at the top level, got {type(data).__name__}")
-    return data
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Set ``dotted.key=value`` items into ``data`` (in place, and returned). Values are YAML scalars or flow
-    collections (``3e-4``, ``true``, ``null``, ``[1, 2]``, ``{a: 1}``); list items are addressed by index
-    (``tasks.0.seeds=[1,2]``). Whether the key exists and the value fits is checked by validation after."""
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        parts = key.strip().split(".")
-        if not sep or not all(parts):
-            raise ConfigError(f"override {item!r}: expected key.path=value (e.g. train.lr=3e-4)")
-        try:
-            value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
-            value = text  # not YAML: the text itself; validation says if a string does not fit
-        node: Any = data
-        for depth, part in enumerate(parts):
-            here = ".".join(parts[:depth + 1])
-            last = depth == len(parts) - 1
-            if isinstance(node, list):
-                if not part.isdigit() or int(part) > len(node):
-                    raise ConfigError(f"{here}: no such item ({'.'.join(parts[:depth])} has {len(node)}; "
-                                      f"address items by index, {len(node)} to add one)")
-                part = int(part)
-                if part == len(node):
-                    node.append(None)
-            elif not isinstance(node, dict):
-                raise ConfigError(f"{here}: {'.'.join(parts[:depth])} is {node!r}, not a section")
-            if last:
-                node[part] = value
-            else:
-                if (node[part] if isinstance(node, list) else node.get(part)) is None:
-                    node[part] = [] if parts[depth + 1].isdigit() else {}
-                node = node[part]
-    return data
-
-
-# -- one-line errors ---------------------------------------------------------------------------------------
-
-def describe_errors(err: pydantic.ValidationError) -> str:
-    """The first validation error as ``key: expected ..., got ...`` (and how many more there are). Unknown keys
-    come first: a misspelt key usually explains the missing one beside it."""
-    problems = sorted(err.errors(include_url=False), key=lambda p: p.get("type") != "extra_forbidden")
-    first = _describe(problems[0])
-    return first if len(problems) == 1 else f"{first} (and {len(problems) - 1} more problem(s))"
-
-
-def _describe(problem: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in problem["loc"] if not (isinstance(p, str) and "[" in p)) or "config"
-    kind, got = problem["type"], problem.get("input")
-    if kind == "extra_forbidden":
-        known = _known_keys(problem["loc"][:-1])
-        return f"{loc}: unknown key" + (f" (known: {', '.join(known)})" if known else "")
-    if kind == "too_short":
-        return f"{loc}: expected at least {problem['ctx']['min_length']} item(s), got {got!r}"
-    if kind == "missing":
-        return f"{loc}: missing (required)"
-    if kind == "finite_number":
-        return f"{loc}: expected a finite number, got {got!r}"
-    if kind == "string_too_short":
-        return f"{loc}: expected a non-empty string, got {got!r}"
-    if kind == "value_error":
-        return f"{loc}: {problem['msg'].removeprefix('Value error, ')}" if problem["loc"] else \
-            problem["msg"].removeprefix("Value error, ")
-    expected = _expected_at(tuple(problem["loc"])) or problem["msg"]
-    return f"{loc}: expected {expected}, got {got!r}"
-
-
-def _known_keys(loc: tuple) -> list[str]:
-    """The keys of the section at ``loc`` (none where ``loc`` is not a section)."""
-    found = _declared_at(loc)
-    section = _inner(*found)[0] if found is not None else None
-    return list(section.model_fields) if isinstance(section, type) and issubclass(section, BaseModel) else []
-
-
-def _expected_at(loc: tuple) -> str | None:
-    """What the config takes at ``loc`` (a field, or an item or value inside one), in words; None where ``loc``
-    names nothing the config declares."""
-    found = _declared_at(loc)
-    return _type_words(*found) if found is not None else None
-
-
-def _declared_at(loc: tuple) -> tuple[Any, list[Any]] | None:
-    """The type the config declares at ``loc`` (a section, a field, or an item or value inside one) and its
-    metadata (bounds); None where ``loc`` names nothing the config declares."""
-    annotation: Any = RunConfig
-    metadata: list[Any] = []
-    for part in loc:
-        annotation, metadata = _inner(annotation, metadata)
-        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            if not isinstance(part, str) or part not in annotation.model_fields:
-                return None
-            info = annotation.model_fields[part]
-            annotation, metadata = info.annotation, list(info.metadata)
-        elif origin is list and isinstance(part, int):
-            annotation, metadata = args[0], []
-        elif origin is tuple and isinstance(part, int) and args:
-            annotation, metadata = (args[0] if args[-1] is Ellipsis else args[min(part, len(args) - 1)]), []
-        elif origin is dict:
-            annotation, metadata = args[1], []
-        else:
-            return None
-    return annotation, metadata
-
-
-def _inner(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
-    """What is inside ``annotation``: ``Annotated`` unwrapped (its metadata added), and X for X or null."""
-    annotation, metadata = _unwrapped(annotation, metadata)
-    members = _members(annotation)
-    return _unwrapped(members[0], metadata) if len(members) == 1 else (annotation, metadata)
-
-
-def _unwrapped(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
-    """``Annotated[X, ...]`` as X with its metadata added."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation, *extra = typing.get_args(annotation)
-        return annotation, [*metadata, *extra]
-    return annotation, metadata
-
-
-def _members(annotation: Any) -> list[Any]:
-    """The non-null members of a union annotation ([annotation] for any other)."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return [a for a in typing.get_args(annotation) if a is not type(None)]
-    return [annotation]
-
-
-def _type_words(annotation: Any, metadata: list[Any]) -> str:
-    """``annotation`` in words: ``an integer >= 0``, ``a number > 0 or null``, ``one of 'async', 'sync'``."""
-    annotation, metadata = _unwrapped(annotation, metadata)
-    members = _members(annotation)
-    optional = type(None) in typing.get_args(annotation)
-    if len(members) > 1:
-        return " or ".join(_type_words(m, []) for m in members) + (" or null" if optional else "")
-    annotation, metadata = _unwrapped(members[0], metadata)
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
-    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-    if origin is Literal:
-        text = "one of " + ", ".join(repr(v) for v in args)
-    elif annotation in names:
-        bounds = []
-        for meta in metadata:
-            for attr, sign in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
-                bound = getattr(meta, attr, None)
-                if bound is not None and isinstance(meta, (annotated_types.Gt, annotated_types.Ge,
-                                                           annotated_types.Lt, annotated_types.Le)):
-                    bounds.append(f"{sign} {bound}")
-        text = " ".join([names[annotation], " and ".join(bounds)]).strip()
-    elif origin is list:
-        text = "a list"
-    elif origin is tuple:
-        text = "a list" if args and args[-1] is Ellipsis else f"a list of {len(args)}"
-    elif origin is dict:
-        text = "a mapping"
-    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        text = "a mapping (a section)"
-    else:
-        text = str(annotation)
-    return text + (" or null" if optional else "")
+        >>> unhonoured(["a", "b"], {"a": 1, "b": 0.05}, groups_per_step=2, steps=100)
+        >>> unhonoured(["a", "b"], {"a": 1, "b": 0.001}, groups_per_step=2, steps=100).split(":")[0]
+        "domain 'b' (weight 0.001 of 1.001) would get 0.2 of a group over the run's 100 steps of 2 groups"
+    """
+    weights = dict(weights) if weights else {d: 1.0 for d in domains}
+    missing = [d for d in domains if weights.get(d, 0) <= 0]
+    if missing:
+        return f"no weight > 0 for domain(s) {missing} of the tasks: it would never be trained"
+    total = sum(weights[d] for d in domains)
+    for d in domains:
+        expected = steps * groups_per_step * Fraction(weights[d]) / Fraction(total)
+        if expected < 1:
+            return (f"domain {d!r} (weight {weights[d]:g} of {total:g}) would get {float(expected):.2g} of a group "
+                    f"over the run's {steps} steps of {groups_per_step} groups: it needs at least 1 (raise its "
+                    "weight, groups_per_step or steps)")
+    return None

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from mintgym.trainer.config import ConfigError, RunConfig, apply_overrides
+from mintgym.config import ConfigError, RunConfig, apply_overrides
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -18,22 +18,23 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["train.lrr=1"], r"^train.lrr: unknown key \(known: mode, steps, .*lr, "),
-    (["train.lr=fast"], r"^train.lr: expected a number > 0, got 'fast'$"),
-    (["train.lr=0"], r"^train.lr: expected a number > 0, got 0$"),
-    (["train.max_grad_norm=big"], r"^train.max_grad_norm: expected a number > 0 or null, got 'big'$"),
-    (["rollout.group_size=1"], r"^rollout.group_size: expected an integer >= 2, got 1$"),
-    (["train.correction=clip"], r"^train.correction: expected one of 'none', .*'ppo_clip', got 'clip'$"),
-    (["train.steps=2.5"], r"^train.steps: expected an integer >= 1, got 2.5$"),
-    (["tasks.0.seeds=[]"], r"^tasks.0.seeds: expected at least 1 item\(s\), got \[\]$"),
+    (["train.lr=fast"], r"^train.lr: input should be a valid number, unable to parse string as a number \(got 'fast'\)$"),
+    (["train.lr=0"], r"^train.lr: input should be greater than 0 \(got 0\)$"),
+    (["train.max_grad_norm=big"], r"^train.max_grad_norm: input should be a valid number, .* \(got 'big'\)$"),
+    (["rollout.group_size=1"], r"^rollout.group_size: input should be greater than or equal to 2 \(got 1\)$"),
+    (["train.correction=clip"], r"^train.correction: input should be 'none', .* or 'ppo_clip' \(got 'clip'\)$"),
+    (["train.steps=2.5"], r"^train.steps: input should be a valid integer, got a number with a fractional part \(got 2.5\)$"),
+    (["tasks.0.seeds=[]"], r"^tasks.0.seeds: list should have at least 1 item after validation, not 0 \(got \[\]\)$"),
     # an item or value inside a field is described by its own type, not the field's
-    (["tasks.0.seeds=[1, x]"], r"^tasks.0.seeds.1: expected an integer, got 'x'$"),
-    (["train.domain_weights={'null': heavy}"], r"^train.domain_weights.null: expected a number, got 'heavy'$"),
+    (["tasks.0.seeds=[1, x]"], r"^tasks.0.seeds.1: input should be a valid integer, .* \(got 'x'\)$"),
+    (["train.domain_weights={'null': heavy}"], r"^train.domain_weights.null: input should be a valid number, .* \(got 'heavy'\)$"),
     (["rollout.simulated_step_seconds=[slow, 0.5]"],
-     r"^rollout.simulated_step_seconds.0: expected a number, got 'slow'$"),
+     r"^rollout.simulated_step_seconds.0: input should be a valid number, .* \(got 'slow'\)$"),
     (["tasks.2.id=x"], r"^tasks.2: no such item \(tasks has 1;"),
     (["train.domain_weights={web: 1.0}"], r"domain_weights name \['web'\], not domains of the tasks"),
     (["envs.0.domain='null'", "envs.0.resources={a: 1}"], r"^envs.0: .*need provider: ray, not 'local'$"),
-    (["train.eval_temperature=-1"], r"^train.eval_temperature: expected a number >= 0 or null, got -1$"),
+    (["eval.temperature=-1"], r"^eval.temperature: input should be greater than or equal to 0 \(got -1\)$"),
+    (["train.eval_groups=3"], r"^train: eval_groups is now eval.groups \(the final evaluation has a section of its own\)$"),
     (["warm_start.steps=10"], r"^warm_start: steps needs a source: set oracle: true, or dataset: PATH$"),
     (["tasks.0.eval_seeds=[1, 2]", "tasks.0.oracle_seeds=[2, 3]"],
      r"^tasks.0: oracle_seeds and eval_seeds share seed\(s\) \[2\]: the warm start would train on the held-out"),
@@ -41,14 +42,17 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
      r"^tasks.0: seeds and eval_seeds share seed\(s\) \[2\]: RL would train on the held-out evaluation$"),
     (["warm_start.oracle=true", "warm_start.dataset=d"], r"^warm_start: give oracle: true or a dataset, not both$"),
     (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
+    (["weights.transport=filesystem", "weights.keep=true"], r"^weights.keep: input should be a valid integer \(got True\)$"),
+    (["engine.name=vllm", "engine.options.gpu_memory_utilization=1.5"],
+     r"^engine.options.gpu_memory_utilization: input should be less than or equal to 1 \(got 1.5\)$"),
     (["train.lr"], r"^override 'train.lr': expected key.path=value"),
     (["tasks.1={id: null/echo, seeds: [4, 5], eval_seeds: [0]}"],  # the first entry trains on seed 0
      r"^tasks: each task id once \(its weight repeats it\), got \['null/echo'\] more than once$"),
-    (["train.lr=.inf"], r"^train.lr: expected a finite number, got inf$"),
-    (["train.steps=true"], r"^train.steps: expected an integer, got True$"),  # pydantic's lax mode made it 1
-    (["tasks.0.seeds=[true]"], r"^tasks.0.seeds: expected a list or null, got \[True\]$"),
-    (["model.path="], r"^model.path: expected a non-empty string, got ''$"),  # it built a model in the cwd
-    (["train.clip_eps=1.5"], r"^train.clip_eps: expected a number > 0 and < 1, got 1.5$"),  # the loss needs (0, 1)
+    (["train.lr=.inf"], r"^train.lr: input should be a finite number \(got inf\)$"),
+    (["train.steps=true"], r"^train.steps: true or false where a number is expected \(got True\)$"),  # pydantic's lax mode made it 1
+    (["tasks.0.seeds=[true]"], r"^tasks.0.seeds: true or false where a number is expected \(got \[True\]\)$"),
+    (["model.path="], r"^model.path: string should have at least 1 character \(got ''\)$"),  # it built a model in the cwd
+    (["train.clip_eps=1.5"], r"^train.clip_eps: input should be less than 1 \(got 1.5\)$"),  # the loss needs (0, 1)
 ])
 def test_a_bad_key_or_value_is_one_line_naming_the_key(overrides, message):
     import copy
@@ -128,8 +132,8 @@ def test_publish_delay_is_checked_against_max_lag_and_mode():
         RunConfig.from_dict({**base, "train": {"publish_delay": 5, "max_lag": 4}})
     with pytest.raises(ValueError, match="publish_delay needs mode: async"):
         RunConfig.from_dict({**base, "train": {"publish_delay": 1, "mode": "sync"}})
-    with pytest.raises(ValueError, match="train.eval_groups: expected an integer >= 0, got -1"):
-        RunConfig.from_dict({**base, "train": {"eval_groups": -1}})
+    with pytest.raises(ValueError, match=r"^eval.groups: input should be greater than or equal to 0 \(got -1\)$"):
+        RunConfig.from_dict({**base, "eval": {"groups": -1}})
     assert RunConfig.from_dict({**base, "train": {"publish_delay": 4, "max_lag": 4}}).train.publish_delay == 4
 
 
@@ -158,10 +162,11 @@ def test_train_command_errors_are_one_line_with_exit_code_2(tmp_path, capsys, mo
     recipe.write_text("model: {path: /nowhere}\ntasks: [{id: null/echo}]\ntrain: {publish_delay: 2, max_lag: 2}\n")
     out = tmp_path / "out"
     cases = [
-        (["train.lr=fast"], "error: train.lr: expected a number > 0, got 'fast'"),
+        (["train.lr=fast"], "error: train.lr: input should be a valid number, unable to parse string as a number "
+                            "(got 'fast')"),
         (["--mode", "sync"], "error: train: publish_delay needs mode: async"),
         (["train.nope=1"], "error: train.nope: unknown key (known: mode, steps,"),
-        (["--steps", "0"], "error: train.steps: expected an integer >= 1, got 0"),
+        (["--steps", "0"], "error: train.steps: input should be greater than or equal to 1 (got 0)"),
     ]
     for extra, line in cases:
         code, _, err = _mintgym(capsys, monkeypatch, "train", "--config", str(recipe), "--out", str(out), *extra)
@@ -172,7 +177,7 @@ def test_train_command_errors_are_one_line_with_exit_code_2(tmp_path, capsys, mo
                                       "train.lr=fast"])
     from mintgym.cli import main
 
-    with pytest.raises(MintGymError, match="train.lr: expected a number"):  # --debug: the exception itself
+    with pytest.raises(MintGymError, match="train.lr: input should be a valid number"):  # --debug: the exception itself
         main()
     assert not out.exists()  # refused before anything started
     # and as a user sees it, in a console of its own
@@ -183,7 +188,7 @@ def test_train_command_errors_are_one_line_with_exit_code_2(tmp_path, capsys, mo
                            str(recipe), "--out", str(out), "train.lr=fast"], capture_output=True, text=True,
                           timeout=120, env=env)
     assert (real.returncode, real.stderr, real.stdout) == (
-        2, "error: train.lr: expected a number > 0, got 'fast'\n", "")
+        2, "error: train.lr: input should be a valid number, unable to parse string as a number (got 'fast')\n", "")
 
 
 def test_rerunning_a_finished_run_says_so_and_exits_0_at_once(tmp_path, capsys, monkeypatch):
@@ -201,7 +206,7 @@ def test_rerunning_a_finished_run_says_so_and_exits_0_at_once(tmp_path, capsys, 
     assert time.monotonic() - start < 10  # nothing started: no Ray, no env server, no model
     assert "is finished: its last checkpoint is at step 48 of train.steps 48" in stdout
     assert "raise train.steps, e.g. --steps 96, to train further" in stdout
-    assert stdout.count("\n") == 1, stdout
+    assert stdout.startswith("mintgym train: ") and stdout.count("\n") == 2, stdout  # the first line, then that
 
 
 def test_a_warm_start_of_a_real_checkpoint_needs_its_lr_given_in_one_line():
@@ -218,7 +223,7 @@ def test_a_warm_start_of_a_real_checkpoint_needs_its_lr_given_in_one_line():
 
 def test_precision_is_mixed_by_default_and_checked():
     assert RunConfig.from_dict(BASE).train.precision == "mixed"
-    with pytest.raises(ConfigError, match=r"^train.precision: expected one of 'mixed', 'pure', got 'fp8'$"):
+    with pytest.raises(ConfigError, match=r"^train.precision: input should be 'mixed' or 'pure' \(got 'fp8'\)$"):
         RunConfig.from_dict(apply_overrides({**BASE}, ["train.precision=fp8"]))
 
 
@@ -254,10 +259,14 @@ def test_a_mixture_the_schedule_cannot_honour_is_refused_in_one_line_naming_the_
 
 
 @pytest.mark.parametrize("override, said", [
-    ("agent.kind=chess", "error: agent: unknown agent 'chess'; choose one of answer, random, scripted, vlm"),
-    ("agent.kind=scripted", "error: agent: kind 'scripted' does not sample from an inference engine"),
-    ("agent.options.blnd=true", "error: agent: options.blnd: not an option of AnswerAgent (its options: choices, "),
-    ("engine.options.max_batch_size=lots", "error: engine: options.max_batch_size: Input should be a valid integer"),
+    ("agent.kind=chess", "error: agent.kind: unknown agent 'chess'; choose one of answer, random, scripted, vlm"),
+    ("agent.kind=scripted", "error: agent.kind: 'scripted' does not sample from an inference engine"),
+    ("agent.options.blnd=true", "error: agent.options: blnd: unknown key (known: choices, "),
+    ("engine.options.max_batch_size=lots", "error: engine.options.max_batch_size: input should be a valid integer"),
+    ("engine.options.max_batchsize=4", "error: engine.options.max_batchsize: unknown key (known: device, dtype, "),
+    ("engine.name=trt", "error: engine: name must be one of 'hf', 'vllm'"),
+    ("weights.transport=s3", "error: weights: transport must be one of 'ray', 'filesystem', 'vllm'"),
+    ("weights.keep=2", "error: weights.keep: unknown key (known: transport)\n"),  # the ray transport keeps no files
 ])
 def test_the_agent_and_engine_and_their_options_are_checked_by_their_own_code(tmp_path, override, said):
     """Through `mintgym train`: the agent kind is looked up in the one registry of agents (the mintgym.agents
