@@ -24,6 +24,7 @@ def hf_args(**over):
     return argparse.Namespace(**args)
 
 
+@pytest.mark.slow  # 65 s: the whole benchmark on CPU; its checks are tested one by one below
 def test_every_step_passes_with_the_hf_engine_in_vllms_place(tmp_path):
     """The script as a lent GPU runs it, with ``--engine hf``: sampling, a trainer step, the trainer's weights
     through the transport into the engine, the mismatch before and after, and ``mintgym train``."""

@@ -78,6 +78,7 @@ def test_two_sharded_processes_train_one_step_as_one_process(tiny, tmp_path):
         torch.testing.assert_close(two["weights"][name], weight, rtol=0, atol=1e-6, msg=name)
 
 
+@pytest.mark.slow  # 28 s; tests/rl/test_lockstep.py runs the sharded warm start inside mintgym train too (also slow)
 def test_two_sharded_processes_run_the_warm_start_steps_as_one_process(tiny, tmp_path):
     """Two supervised steps of three sequences a batch (rank 1 runs a filler), the gradient clipped: the same
     losses within 1e-6 relative and weights within 1e-6."""
@@ -110,6 +111,7 @@ def test_a_sharded_learner_refuses_mismatch_snapshots(tiny):
         Learner(load_model(tiny), load_processor(tiny), TrainConfig(mismatch_snapshots=2), shards=Shards(0, 2, None))
 
 
+@pytest.mark.slow  # 22 s; the one-step equivalence above stays in the default run
 def test_a_sharded_checkpoint_resumes_bit_for_bit_and_loads_in_one_process(tiny_with_dropout, tmp_path):
     """Two ranks with attention dropout (each rank draws its own masks): three steps straight, and one step, a
     checkpoint (rank 0 writes the gathered state), a fresh sharded learner resumed from it, two steps: the same

@@ -51,8 +51,8 @@ def test_train_says_what_it_does_and_where_its_checkpoint_is(tmp_path):
     lines, code = timed_lines(["train", "--config", str(config), "--out", str(out)], timeout=280)
     text = "\n".join(line for _, line in lines)
     assert code == 0, text[-3000:]
-    first_at, first = lines[0]
-    assert first_at < 10 and first.startswith("mintgym train:"), lines[:3]
+    _, first = lines[0]
+    assert first.startswith("mintgym train:") and "starting Ray" not in text.split("\n")[0], lines[:3]
     for phase in ("starting Ray", "starting env servers: null", "loading the model into the learner",
                   "rollout worker(s)", "warming up"):
         assert phase in text, phase
@@ -61,9 +61,17 @@ def test_train_says_what_it_does_and_where_its_checkpoint_is(tmp_path):
     at, line = step_at[3]
     eta = re.search(r"ETA (?:(\d+)m)?(\d+)s", line)
     assert eta, line
-    said = 60 * int(eta.group(1) or 0) + int(eta.group(2))
-    took = step_at[steps][0] - at
-    assert took / 2 <= max(said, 1) <= took * 2, f"ETA {said}s at step 3; the other steps took {took:.1f}s"
+    # how close it comes is measured, not asserted (a loaded machine changes the pace): see test_eta_* below
     checkpoint = out / "checkpoints" / f"step-{steps:06d}"
     assert lines[-2][1] == f"checkpoint: {checkpoint}" and checkpoint.is_dir()
     assert lines[-1][1] == f"evaluate it: mintgym eval --model {out} --step {steps} --out {out}-eval"
+
+
+def test_eta_is_the_pace_of_the_steps_after_the_first_times_the_steps_left():
+    import time
+
+    from mintgym.rl.run import ETA_STEPS, eta
+
+    assert eta(None, 5, 10) is None and eta(time.monotonic(), ETA_STEPS - 1, 10) is None  # not before the warm-up
+    since = time.monotonic() - 6.0  # two steps took 6 s after the first one ended
+    assert 29.9 <= eta(since, 2, 10) <= 35.0  # 3 s a step, 10 left (the clock moved on a little since)
