@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv/bin
 DEMO_TASK ?= pytool/count-shapes-0
 
-.PHONY: setup demo test test-all bench
+.PHONY: setup demo test test-all bench lint
 
 setup:
 	./scripts/setup.sh
@@ -17,6 +17,10 @@ demo: setup
 # Install everything, start the services the tests need (dockerd), run the default test suite.
 test: setup
 	./scripts/test.sh
+
+# The lint gate scripts/test.sh runs first: ruff with the rule set of pyproject.toml, zero findings.
+lint:
+	$(VENV)/ruff check .
 
 bench: setup
 	for b in benchmarks/*.py; do echo "== $$b"; \

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from mintgym.action_spaces.keys import normalize_key
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from mintgym.action_spaces.keys import normalize_key
 
 Coordinate = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 
@@ -227,7 +228,8 @@ ACTION_TYPES: dict[str, type[ActionModel]] = {
 }
 
 Action = Annotated[
-    Click | Move | Drag | Scroll | Type | Select | Key | Tap | LongPress | Swipe | Back | Home | OpenApp | Goto | Tab | Python | Zoom
+    Click | Move | Drag | Scroll | Type | Select | Key | Tap | LongPress | Swipe | Back | Home | OpenApp | Goto | Tab
+    | Python | Zoom
     | Wait | Done,
     Field(discriminator="type"),
 ]

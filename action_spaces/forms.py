@@ -89,7 +89,7 @@ def bind(kind: str, call: Call) -> Fields:
         raise InvalidAction(
             f"{kind} takes at most {len(order)} positional arguments ({', '.join(order) or 'none'}), got {len(args)}"
         )
-    fields: Fields = dict(zip(order, args))
+    fields: Fields = dict(zip(order, args, strict=False))  # trailing positional fields may be left out
     for key, value in call.kwargs.items():
         if key in fields:
             raise InvalidAction(f"{kind}: field {key!r} given both by position and by name")

@@ -238,7 +238,8 @@ class ResizedAbsolute(CoordinateFrame):
 
 @dataclass(frozen=True)
 class Normalized1000(CoordinateFrame):
-    """Model coordinates are integers on a 0-1000 grid over the screenshot (UI-TARS v1, CogAgent; UI-TARS-1.5 answers in resized absolute pixels)."""
+    """Model coordinates are integers on a 0-1000 grid over the screenshot (UI-TARS v1, CogAgent; UI-TARS-1.5
+    answers in resized absolute pixels)."""
 
     name: ClassVar[str] = "normalized_1000"
     scale: ClassVar[int] = 1000

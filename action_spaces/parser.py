@@ -66,7 +66,8 @@ def parse_action(text: str, action_set: ActionSet, frame: CoordinateFrame | None
         )
     candidates = found.candidates
     known = [c for c in candidates
-             if (isinstance(c, Obj) and _ACTION_KEYS & c.value.keys()) or (isinstance(c, str) and _is_known(read_name(c)))]
+             if (isinstance(c, Obj) and _ACTION_KEYS & c.value.keys())
+             or (isinstance(c, str) and _is_known(read_name(c)))]
     if known:  # unknown names at line starts and objects with no action key are chatter next to an action
         candidates = known
     last = candidates[-1]

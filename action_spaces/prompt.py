@@ -12,11 +12,12 @@ import typing
 from typing import Any
 
 import annotated_types
+from pydantic.fields import FieldInfo
+
 from mintgym.action_spaces.actions import ActionModel
 from mintgym.action_spaces.frames import Absolute, CoordinateFrame
 from mintgym.action_spaces.keys import NAMED_KEYS
 from mintgym.action_spaces.sets import ActionSet
-from pydantic.fields import FieldInfo
 
 #: The screen the examples are placed on when the caller does not give one.
 EXAMPLE_SCREEN = (1280, 800)
@@ -44,7 +45,7 @@ def describe_action_set(action_set: ActionSet, frame: CoordinateFrame | None = N
         lines.append(frame.describe(screen_size))
     lines.append("")
     lines.append("Actions:")
-    for cls, example in zip(action_set.types, examples):
+    for cls, example in zip(action_set.types, examples, strict=True):
         lines.append(f"- {signature(cls, frame)}")
         lines.append(f"    {cls.summary}")
         lines.append(f"    Example: {example}")

@@ -11,9 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from mintgym.action_spaces import actions as A
 from mintgym.action_spaces.errors import InvalidAction
-from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from mintgym.action_spaces.frames import CoordinateFrame

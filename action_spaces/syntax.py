@@ -272,7 +272,7 @@ def literal(node: ast.AST, where: str, allow_dict: bool = False, depth: int = 0)
         return [literal(e, where, allow_dict, depth + 1) for e in node.elts]
     if isinstance(node, ast.Dict) and allow_dict:
         out = {}
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             if k is None:
                 raise InvalidAction(f"{where}: **-unpacking is not allowed")
             key = literal(k, where, allow_dict, depth + 1)

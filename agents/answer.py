@@ -14,11 +14,11 @@ Made for RL smoke runs with tiny models (the quickstart). The model never writes
   that one click is what gets trained on.
 
 ``crop[domain] = [x0, y0, x1, y1]`` shows the model only that screen region (pytool's task image panel is
-``[8, 36, 488, 396]``), so a small image still holds its detail. ``blind=True`` shows the model a black image instead of the screenshot: the ablation that tells a policy
-that reads the pixels from one that learnt a fixed answer. ``show_instruction=False`` leaves the task's
-instruction out of the prompt (the screen and the options only). Domains with neither are answered with the text
-as typed. Token ids, logprobs, the policy version and the prompt as sent go into the step like the VLM
-agent's.
+``[8, 36, 488, 396]``), so a small image still holds its detail. ``blind=True`` shows the model a black image
+instead of the screenshot: the ablation that tells a policy that reads the pixels from one that learnt a fixed
+answer. ``show_instruction=False`` leaves the task's instruction out of the prompt (the screen and the options
+only). Domains with neither are answered with the text as typed. Token ids, logprobs, the policy version and the
+prompt as sent go into the step like the VLM agent's.
 
 ``imitate(observation, action)`` is the same decision made by a teacher (behaviour cloning, see
 :mod:`mintgym.trajectory.imitation`): a click becomes the token of the grid cell it falls in, an answer the

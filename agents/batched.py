@@ -39,7 +39,7 @@ class BatchedEngine(InferenceEngine):
 
     async def _batcher(self) -> RequestBatcher:
         loop = asyncio.get_running_loop()
-        for old in [l for l in self._batchers if l.is_closed()]:
+        for old in [known for known in self._batchers if known.is_closed()]:
             del self._batchers[old]  # a finished asyncio.run: its worker task went with it
         if loop not in self._batchers:
             batcher = RequestBatcher(self.engine, max_batch_size=self.max_batch_size, window_s=self.window_s)

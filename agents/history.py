@@ -49,8 +49,9 @@ class History:
         limit = self.max_response_chars
         return text if len(text) <= limit else text[: limit - 3] + "..."
 
-    def messages(self, system: str, instruction: str, image: np.ndarray, current: str) -> list[dict[str, Any]]:
-        """Chat messages for the current step: ``current`` is the text shown with the current screenshot."""
+    def messages(self, system: str, instruction: str, image: np.ndarray | None, current: str) -> list[dict[str, Any]]:
+        """Chat messages for the current step: ``current`` is the text shown with the current screenshot
+        (``image``; None: an agent not shown the screen, whose turns carry text only)."""
         shown = self.images - 1
         recent = self.turns[len(self.turns) - shown:] if shown else []
         older = self.turns[: len(self.turns) - len(recent)]
@@ -72,13 +73,18 @@ class History:
         pending_text = intro
         for i, turn in enumerate(recent):
             number = len(older) + i + 1
-            parts: list[dict[str, Any]] = [{"type": "text", "text": _join(pending_text, f"Screenshot before step {number}:")}]
+            label = f"Screenshot before step {number}:" if turn.image is not None else f"Before step {number}:"
+            parts: list[dict[str, Any]] = [{"type": "text", "text": _join(pending_text, label)}]
             if turn.image is not None:
                 parts.append({"type": "image", "image": turn.image})
             messages.append({"role": "user", "content": parts})
             messages.append({"role": "assistant", "content": turn.response.strip() or "(empty answer)"})
             pending_text = f"Your answer could not be used: {turn.note}" if turn.note else ""
         number = len(self.turns) + 1
+        if image is None:
+            messages.append({"role": "user", "content": [
+                {"type": "text", "text": _join(pending_text, f"Step {number}:", current)}]})
+            return messages
         messages.append({"role": "user", "content": [
             {"type": "text", "text": _join(pending_text, f"Current screenshot (step {number}):")},
             {"type": "image", "image": image},

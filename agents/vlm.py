@@ -28,6 +28,7 @@ import math
 from typing import Any
 
 import numpy as np
+
 from mintgym.action_spaces import ACTION_TYPES, ActionModel, ActionSet, InvalidAction, render_action
 from mintgym.action_spaces.frames import (
     QWEN_MAX_PIXELS,
@@ -37,8 +38,8 @@ from mintgym.action_spaces.frames import (
     frame_from_name,
     smart_resize,
 )
+from mintgym.agents.channels import channel_intro, channel_text
 from mintgym.agents.history import History, Turn
-
 from mintgym.errors import ServerError
 from mintgym.inference import GenerationRequest, InferenceEngine, SamplingParams, make_engine
 from mintgym.inference.images import ImageTooLarge
@@ -89,6 +90,7 @@ class VLMAgent:
         seeded: False leaves the requests unseeded, so the engine's own random stream samples: what RL
             needs, where the G episodes of a group share one task seed and must not answer alike.
         retries: extra requests after an unparseable answer, each told what was wrong.
+        channel_chars: most characters of each text channel shown per turn (the ``a11y`` listing, the ``dom``).
         system_prompt: replaces the generated instructions before the action list.
         name: the agent's name in trajectories.
         **engine_config: options of ``make_engine(engine, ...)`` (``base_url``, ``model``, ``model_path``).
@@ -103,12 +105,17 @@ class VLMAgent:
     training_defaults = {"seeded": False, "retries": 0}
 
     def __init__(self, engine: InferenceEngine | str = "hf", *, frame: str | CoordinateFrame = "absolute",
-                 actions: list[str] | None = None, history: int = 1, max_actions: int | None = 30, max_pixels: int | None = None,
+                 actions: list[str] | None = None, history: int = 1, max_actions: int | None = 30,
+                 max_pixels: int | None = None,
                  max_new_tokens: int | None = None, temperature: float | None = None, top_p: float | None = None,
                  sampling: SamplingParams | None = None, seed: int | None = None, seeded: bool = True,
-                 retries: int = 0, system_prompt: str | None = None, name: str = "vlm", **engine_config: Any):
+                 retries: int = 0, channel_chars: int = 8000, system_prompt: str | None = None, name: str = "vlm",
+                 **engine_config: Any):
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
+        if channel_chars < 1:
+            raise ValueError(f"channel_chars must be >= 1, got {channel_chars}")
+        self.channel_chars = channel_chars
         if max_pixels is not None and max_pixels < 1:
             raise ValueError(f"max_pixels must be a positive number of pixels, got {max_pixels}")
         if actions is not None:
@@ -173,7 +180,7 @@ class VLMAgent:
         shrinks: list[str] = []
         while True:
             frame, shown = self.frame_for(observation.screen_size)
-            image = resize_image(observation.screenshot, shown)
+            image = self._image(observation, shown)
             try:
                 step = await self._decide(observation, frame, shown, image)
             except (ServerError, ImageTooLarge) as err:
@@ -209,7 +216,7 @@ class VLMAgent:
         parsed, _error = self._parse(text, frame, observation.screen_size)
         if parsed is None:
             return None
-        image = resize_image(observation.screenshot, shown)
+        image = self._image(observation, shown)
         messages = self._messages(observation, frame, shown, image)
         self._remember(observation, image, text, None)
         self._step += 1
@@ -237,7 +244,16 @@ class VLMAgent:
         return self.frame, shown
 
     def _can_shrink(self) -> bool:
-        return not isinstance(self.frame, ResizedAbsolute)
+        return not isinstance(self.frame, ResizedAbsolute) and self.shows_pixels
+
+    @property
+    def shows_pixels(self) -> bool:
+        """Whether the model is shown the screenshot: the episode's channels include it (or its marked form)."""
+        observe = self.context.observe if self.context is not None else ("screenshot",)
+        return "screenshot" in observe or "som" in observe
+
+    def _image(self, observation: Observation, shown: tuple[int, int]) -> np.ndarray | None:
+        return resize_image(observation.screenshot, shown) if self.shows_pixels else None
 
     def system_text(self, frame: CoordinateFrame, shown: tuple[int, int]) -> str:
         ctx = self.context
@@ -246,6 +262,8 @@ class VLMAgent:
             f"You are an agent that completes tasks on a {ctx.domain} screen, one action at a time. "
             f"{ctx.screen_hint}".strip())
         actions = self.action_set.describe(frame, screen_size=shown)
+        channels = channel_intro(ctx.observe)
+        intro = f"{intro} {channels}" if channels else intro
         return f"{intro}\n\n{actions}\n\nWhen the task is complete, reply with done(...)."
 
     def _current_text(self, observation: Observation, frame: CoordinateFrame) -> str:
@@ -263,6 +281,7 @@ class VLMAgent:
         if observation.text:
             text = observation.text if len(observation.text) <= 4000 else observation.text[-4000:]
             lines.append(f"Text output:\n{text}")
+        lines.extend(channel_text(observation, frame, self.channel_chars))
         lines.append("What is the next action?")
         return "\n".join(lines)
 
@@ -274,7 +293,7 @@ class VLMAgent:
         return (base + self._step * 101 + attempt) % (2**31 - 1)
 
     async def _decide(self, observation: Observation, frame: CoordinateFrame, shown: tuple[int, int],
-                      image: np.ndarray) -> AgentStep:
+                      image: np.ndarray | None) -> AgentStep:
         messages = self._messages(observation, frame, shown, image)
         attempts: list[dict[str, Any]] = []
         for attempt in range(self.retries + 1):
@@ -299,15 +318,16 @@ class VLMAgent:
                          messages=recorded_messages(messages, self._shown))
 
     def _messages(self, observation: Observation, frame: CoordinateFrame, shown: tuple[int, int],
-                  image: np.ndarray) -> list[dict[str, Any]]:
+                  image: np.ndarray | None) -> list[dict[str, Any]]:
         ctx = self.context
         assert ctx is not None
         return self.history.messages(self.system_text(frame, shown), ctx.instruction or observation.instruction,
                                      image, self._current_text(observation, frame))
 
-    def _remember(self, observation: Observation, image: np.ndarray, text: str, note: str | None) -> None:
+    def _remember(self, observation: Observation, image: np.ndarray | None, text: str, note: str | None) -> None:
         self.history.add(Turn(image, text, note))
-        self._shown = [*self._shown, (image, observation.frame_id)][-self.history.images:]
+        if image is not None:
+            self._shown = [*self._shown, (image, observation.frame_id)][-self.history.images:]
 
     def _parse(self, text: str, frame: CoordinateFrame, screen_size: tuple[int, int]):
         assert self.action_set is not None

@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--study-lags", type=int, nargs="+", default=[0, 4, 16, 64])
     parser.add_argument("--corrections", nargs="+", default=["unclipped_token_is", "none"])
     parser.add_argument("--study-steps", type=int, default=48)
-    parser.add_argument("--eval-groups", type=int, default=4, help="lag study: groups per task played by the final weights")
+    parser.add_argument("--eval-groups", type=int, default=4,
+                        help="lag study: groups per task played by the final weights")
     parser.add_argument("--seed", type=int, default=0, help="lag study: train.seed")
     parser.add_argument("--keep", type=Path, help="lag study: keep each run's folder (logs, curve) under here")
     parser.add_argument("--json", type=Path, help="also write the rows here")

@@ -20,7 +20,6 @@ import collections
 import os
 import random
 import signal
-import statistics
 import time
 import warnings
 
@@ -144,10 +143,11 @@ async def drive(slot: int, domain: str, group: ServerGroup, server_index: int, t
 
 async def supervise(groups: list[ServerGroup], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        await asyncio.gather(*(asyncio.to_thread(group.check) for group in groups))  # a slow restart blocks no other group
+        # a slow restart blocks no other group
+        await asyncio.gather(*(asyncio.to_thread(group.check) for group in groups))
         try:
             await asyncio.wait_for(stop.wait(), 1.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 
@@ -250,8 +250,9 @@ async def run(args) -> None:
     if args.verbose:
         print("kills: " + ", ".join(killed))
     reopen = sorted(stats.reopen_seconds) or [float("nan")]
-    print(f"sessions lost           {stats.sessions_replaced} mid-episode with their server; {len(stats.reopen_seconds)} "
-          f"sessions reopened on a replacement before the end, median {reopen[len(reopen) // 2]:.1f}s, max {reopen[-1]:.1f}s after the loss")
+    print(f"sessions lost           {stats.sessions_replaced} mid-episode with their server; "
+          f"{len(stats.reopen_seconds)} sessions reopened on a replacement before the end, "
+          f"median {reopen[len(reopen) // 2]:.1f}s, max {reopen[-1]:.1f}s after the loss")
     if stats.failure_reasons:
         print("failure reasons         " + "; ".join(f"{k} x{v}" for k, v in stats.failure_reasons.most_common()))
         for reason, example in stats.failure_examples.items():

@@ -85,7 +85,7 @@ def batch_of(reqs, gens, version: int):
     samples = [Sample("gpu-check", "check", 0, even_share(g.response_token_ids),
                       [Turn(g.prompt_token_ids, g.response_token_ids, g.response_logprobs, g.policy_version,
                             images_of(r), r.sampling.temperature)])
-               for r, g in zip(reqs, gens)]
+               for r, g in zip(reqs, gens, strict=True)]
     return Batch([Group("gpu-check-0", "gpu-check", "check", 0, samples)], trainer_version=version)
 
 
@@ -121,10 +121,10 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
     """Steps 1-4 in this process."""
     import torch
 
+    from mintgym.config import TrainConfig
     from mintgym.inference import GenerationRequest, SamplingParams
     from mintgym.inference.logprobs import sequence_logprobs, suppressed_token_ids
     from mintgym.models.loading import load_model, load_processor
-    from mintgym.config import TrainConfig
     from mintgym.trainer.learner import Learner
     from mintgym.trainer.mismatch import mismatch_metrics
     from mintgym.weights.safetensors_files import SafetensorsBroadcast
@@ -150,9 +150,9 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
     from mintgym.inference.hf import HFEngine
 
     hf = HFEngine(model=load_model(path), processor=load_processor(path))
-    seqs = [hf.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(batch, gens)]
+    seqs = [hf.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(batch, gens, strict=True)]
     checks["same_prompt_ids_as_hf"] = all(s.token_ids[:s.prompt_length] == g.prompt_token_ids
-                                          for s, g in zip(seqs, gens))
+                                          for s, g in zip(seqs, gens, strict=True))
 
     # 2. a trainer step on vLLM's samples, with the run's mismatch metric
     learner = Learner(load_model(path), hf.processor,
@@ -186,7 +186,7 @@ def engine_checks(args, path: str, tmp: Path, checks: dict[str, bool], figures: 
     # 4. mismatch at the new weights (learner step 2) against the same tokens under the weights before
     batch2 = requests(8, temperature=1.0, seed0=50)
     gens2 = engine.generate(batch2)
-    seqs = [hf.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(batch2, gens2)]
+    seqs = [hf.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(batch2, gens2, strict=True)]
     with torch.no_grad():  # hf's model keeps the first weights: it only tokenizes and scores here
         old_lp = sequence_logprobs(hf.model, seqs, temperature=[r.sampling.temperature for r in batch2])
     against_old = mismatch_metrics(old_lp, [torch.tensor(g.response_logprobs) for g in gens2],

@@ -79,7 +79,8 @@ def free_port() -> int:
 
 
 def start_server(path: str, port: int) -> subprocess.Popen:
-    code = "import sys; from mintgym.inference.server import serve_model; serve_model(sys.argv[1], port=int(sys.argv[2]), log_level='warning')"
+    code = ("import sys; from mintgym.inference.server import serve_model; "
+            "serve_model(sys.argv[1], port=int(sys.argv[2]), log_level='warning')")
     proc = subprocess.Popen([sys.executable, "-c", code, path, str(port)])
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

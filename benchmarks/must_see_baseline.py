@@ -77,19 +77,20 @@ def blind_policies(rewards, instructions, labels, fit_rewards, fit_instructions)
     named = [named_options(text, labels) for text in instructions]
     most = max((len(x) for x in named), default=0)
     for j in range(most):
-        scores[f"named option #{j + 1}"] = sum(r[x[j]] for r, x in zip(rewards, named) if len(x) > j) / n
+        scores[f"named option #{j + 1}"] = sum(r[x[j]] for r, x in zip(rewards, named, strict=True) if len(x) > j) / n
     if most:
-        scores["uniform among the named"] = sum(sum(r[k] for k in x) / len(x) for r, x in zip(rewards, named) if x) / n
+        scores["uniform among the named"] = sum(sum(r[k] for k in x) / len(x)
+                                                for r, x in zip(rewards, named, strict=True) if x) / n
     if fit_rewards:
         right, seen = [0.0] * len(labels), [0] * len(labels)
-        for r, text in zip(fit_rewards, fit_instructions):
+        for r, text in zip(fit_rewards, fit_instructions, strict=True):
             for k in named_options(text, labels):
                 right[k] += r[k]
                 seen[k] += 1
         rank = sorted(range(len(labels)), key=lambda k: -(right[k] / seen[k] if seen[k] else 0.0))
         position = {k: i for i, k in enumerate(rank)}
         scores["named option preferred on training seeds"] = sum(
-            r[min(x, key=position.__getitem__)] for r, x in zip(rewards, named) if x) / n
+            r[min(x, key=position.__getitem__)] for r, x in zip(rewards, named, strict=True) if x) / n
     return scores
 
 

@@ -20,6 +20,7 @@ stored outcomes.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 import tempfile
@@ -30,11 +31,17 @@ from pathlib import Path
 from mintgym.environments.desktop.osworld import metric_loader
 from mintgym.environments.desktop.osworld.availability import metric_unavailable
 from mintgym.environments.desktop.osworld.loader import check_root, load_examples, task_lists
-from mintgym.environments.desktop.osworld.metric_diff import OUTCOMES, run, table, write_outcomes
+
+# The differential cases are test fixtures: they live under tests/, importable from the repository's root.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+metric_diff = importlib.import_module("tests.environments.desktop.osworld.cases.metric_diff")
+OUTCOMES, run, table = metric_diff.OUTCOMES, metric_diff.run, metric_diff.table
+write_outcomes = metric_diff.write_outcomes
 
 
 def count_tasks(root: Path) -> None:
-    """Print how many of the tasks of ``root``'s test_all list (all its tasks without one) have every metric available, and why not the rest."""
+    """Print how many of the tasks of ``root``'s test_all list (all its tasks without one) have every metric
+    available, and why not the rest."""
     root = check_root(root)
     listed = {task for ids in task_lists(root).get("test_all", {}).values() for task in ids}
     specs = [s for s in load_examples(root / "examples") if not listed or s.id in listed]

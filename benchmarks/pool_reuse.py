@@ -19,7 +19,6 @@ import asyncio
 import time
 
 from mintgym.action_spaces import Click, Done
-
 from mintgym.client.aio import AsyncEnvClient, AsyncSession
 from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.local import LocalProvider

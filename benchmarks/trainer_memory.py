@@ -74,7 +74,8 @@ def _batch(processor):
         text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         prompt = processor(text=[text], images=[image], return_tensors="pt")["input_ids"][0].tolist()
         response = rng.integers(1000, VOCAB, RESPONSE).tolist()  # above the special tokens
-        samples.append(Sample("null/echo", "null", 0, float(i), [Turn(prompt, response, [-5.0] * RESPONSE, 0, [image])]))
+        samples.append(Sample("null/echo", "null", 0, float(i),
+                              [Turn(prompt, response, [-5.0] * RESPONSE, 0, [image])]))
     return Batch([Group("g", "null/echo", "null", 0, samples)], trainer_version=0)
 
 
@@ -96,8 +97,8 @@ def _full_logits_scorer(model):
 def measure(folder: Path, path: str) -> dict[str, float]:
     """One process's measured step (``path`` ``before`` or ``after``): peak bytes, seconds, and the model's
     prediction for it."""
-    from mintgym.models.loading import load_model, load_processor
     from mintgym.config import TrainConfig
+    from mintgym.models.loading import load_model, load_processor
     from mintgym.trainer.learner import Learner
 
     base = _rss("VmRSS")

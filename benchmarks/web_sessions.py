@@ -17,11 +17,11 @@ import statistics
 import time
 
 import psutil
-from mintgym.action_spaces import Click
-from mintgym.environments.web.host import WebHost
 
+from mintgym.action_spaces import Click
 from mintgym.env import registration
 from mintgym.env.episode import Episode
+from mintgym.environments.web.host import WebHost
 
 GIB = 1024**3
 #: MiniWoB's own 10 s episode timer would end episodes while 100 sessions queue for 2 CPUs.

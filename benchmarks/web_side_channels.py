@@ -21,14 +21,13 @@ import asyncio
 import statistics
 import time
 
-from mintgym.action_spaces import Click
-from mintgym.environments.web import grounding
-from mintgym.environments.web.host import WebHost
-
 import mintgym
+from mintgym.action_spaces import Click
 from mintgym.client.sync import EnvClient
 from mintgym.env import registration
 from mintgym.env.episode import Episode
+from mintgym.environments.web import grounding
+from mintgym.environments.web.host import WebHost
 
 OPTIONS = {"miniwob_time_limit_ms": 3_600_000}
 #: name -> (side channels, extra session options)

@@ -316,7 +316,8 @@ def run_browsergym(python: Path, config: dict) -> dict:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
                 if isinstance(err, subprocess.TimeoutExpired):
-                    raise BenchmarkError(f"the BrowserGym side took over {WORKER_TIMEOUT_S} s and was stopped") from None
+                    raise BenchmarkError(f"the BrowserGym side took over {WORKER_TIMEOUT_S} s and was "
+                                         "stopped") from None
                 raise
             if proc.returncode != 0 or not result.exists():
                 raise BenchmarkError(f"the BrowserGym side failed (exit {proc.returncode}): {last_line(stderr)}")
@@ -330,9 +331,8 @@ def run_browsergym(python: Path, config: dict) -> dict:
 async def mintgym_memory(task, n: int) -> dict:
     import asyncio
 
-    from mintgym.environments.web.host import WebHost
-
     from mintgym.env.episode import Episode
+    from mintgym.environments.web.host import WebHost
 
     host = WebHost(executable_path=CHROMIUM)
     await host.start()
@@ -349,9 +349,8 @@ async def mintgym_memory(task, n: int) -> dict:
 
 async def mintgym_latency(task, steps: int, resets: int) -> dict:
     from mintgym.action_spaces import Click
-    from mintgym.environments.web.host import WebHost
-
     from mintgym.env.episode import Episode
+    from mintgym.environments.web.host import WebHost
 
     host = WebHost(executable_path=CHROMIUM)
     await host.start()
@@ -391,9 +390,8 @@ async def mintgym_latency(task, steps: int, resets: int) -> dict:
 
 def mintgym_client(task_id: str, steps: int, resets: int) -> dict:
     """The grounded ``a11y`` step and a reset as a gymnasium user sees them: ``mintgym.make`` (a local env server)."""
-    from mintgym.action_spaces import Click
-
     import mintgym
+    from mintgym.action_spaces import Click
 
     env = mintgym.make(task_id, side_channels=("a11y",), env_options=MINTGYM_OPTIONS)
     try:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from mintgym.action_spaces import ActionModel, Done
 from pydantic import BaseModel, ConfigDict, Field
 
+from mintgym.action_spaces import ActionModel, Done
 from mintgym.env.core import Environment, SimpleHost, Task
 
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mintgym.errors import MintGymError
 from mintgym.evals.stats import EpisodeOutcome, group_by, summarize
 from mintgym.evals.suites import Benchmark
-from mintgym.errors import MintGymError
 from mintgym.policy import Agent
 from mintgym.rollout.runner import EpisodeJob, run_jobs
 from mintgym.run_record import FolderCheck, check_folder
@@ -82,6 +82,9 @@ class EvalConfig:
     env_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Host options of the env servers started here, per domain (``envs[].host_options``); part of the key.
     host_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The observation channels the agent is given (:mod:`mintgym.observe`, ``--observe``); part of the key
+    #: when not the default (the screenshot alone).
+    observe: tuple[str, ...] = ("screenshot",)
 
 
 #: How the user gives each setting of the key (for refusals); others read ``--name-with-dashes``.
@@ -139,6 +142,8 @@ def eval_key(benchmark: Benchmark, config: EvalConfig) -> dict[str, Any]:
         key["env_options"] = config.env_options
     if config.host_options:
         key["host_options"] = config.host_options
+    if tuple(config.observe) != ("screenshot",):
+        key["observe"] = list(config.observe)
     return key
 
 
@@ -190,10 +195,11 @@ class _EnvServer:
             self.servers.stop()
 
 
-def _record_failure(traj_root: Path, job: EpisodeJob, agent_name: str, reason: str) -> Trajectory:
+def _record_failure(traj_root: Path, job: EpisodeJob, agent_name: str, reason: str,
+                    observe: tuple[str, ...]) -> Trajectory:
     now = time.time()
     traj = Trajectory(id=job.key, task_id=job.task_id, domain="", instruction="", agent=agent_name, seed=job.seed,
-                      status="error", error=reason, started=now, ended=now)
+                      status="error", error=reason, started=now, ended=now, observe=list(observe))
     TrajectoryWriter(traj_root, traj).close()
     return traj
 
@@ -279,12 +285,12 @@ def _run_domains(by_domain: dict[str, list[EpisodeJob]], make_agent: Callable[[]
                 asyncio.run(run_jobs(url, domain_jobs, make_agent, concurrency=config.concurrency,
                                      run_dir=traj_root, token=token, max_seconds=config.max_seconds,
                                      max_steps=benchmark.max_steps, on_done=on_done,
-                                     env_options=config.env_options.get(domain)))
+                                     env_options=config.env_options.get(domain), observe=tuple(config.observe)))
         except MintGymError as err:  # the server did not start or went away: its episodes fail, with why
             reason = f"env server for {domain!r} failed: {type(err).__name__}: {err}"
             for job in domain_jobs:
                 if job.key not in done_keys:
-                    _record_failure(traj_root, job, agent_name, reason)
+                    _record_failure(traj_root, job, agent_name, reason, tuple(config.observe))
                     on_done(job, Trajectory(job.key, job.task_id, domain, "", agent_name, status="error"))
 
 
@@ -337,7 +343,8 @@ def _outcome(traj_root: Path, job: EpisodeJob, task: Any) -> EpisodeOutcome:
         key=job.key, task_id=job.task_id, domain=task.domain, family=task.family or job.task_id.split("/")[0],
         seed=job.seed, status=status, reward=float(traj.total_reward), steps=len(traj.steps),
         invalid_steps=sum(1 for s in traj.steps if s.error), logprob_steps=sum(1 for s in traj.steps if s.logprobs),
-        error=error, wall_seconds=traj.wall_seconds, path=os.path.join(TRAJECTORY_DIR, job.key))
+        error=error, wall_seconds=traj.wall_seconds, path=os.path.join(TRAJECTORY_DIR, job.key),
+        observe=tuple(traj.observe))
 
 
 def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: EvalConfig, *,
@@ -359,7 +366,7 @@ def build_results(benchmark: Benchmark, outcomes: list[EpisodeOutcome], config: 
         "config": {"episodes": config.episodes, "seed": config.seed,
                    "seeds": sorted({e.seed for e in outcomes if e.seed is not None}), "concurrency": config.concurrency,
                    "backend": config.backend if not config.env_url else "url", "max_seconds": config.max_seconds,
-                   **config.describe},
+                   "observe": list(config.observe), **config.describe},
         "started": started,
         "ended": ended,
         "overall": overall,
@@ -385,8 +392,7 @@ def _benchmark_tables(episodes: list[dict[str, Any]], skipped: tuple[tuple[str, 
 def write_outputs(out: Path, results: dict[str, Any]) -> None:
     """results.json, a viewer page per trajectory, and report.html."""
     from mintgym.evals.report import write_report
-
-    from mintgym.trajectory.viewer import write_run_pages
+    from mintgym.trajectory.inspector import write_run_pages
 
     tmp = out / "results.json.tmp"
     tmp.write_text(json.dumps(results, indent=1))

@@ -1,5 +1,6 @@
 """report.html of an evaluation: summary tables, a bar plot of success per task family (inline SVG, with
-the 95% Wilson interval as whiskers), errors, skipped tasks and tasks without an oracle, and a link to every trajectory's page.
+the 95% Wilson interval as whiskers), errors, skipped tasks and tasks without an oracle, and a link to every
+trajectory's page.
 
 It reads only the results document (:func:`mintgym.evals.harness.build_results`), so a report can be
 rebuilt from ``results.json`` alone. All text is HTML-escaped.
@@ -72,7 +73,8 @@ def success_bars_svg(groups: dict[str, dict[str, Any]], width: int = 720) -> str
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         x = label_w + tick * plot_w
         parts.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 20}" stroke="#ddd"/>'
-                     f'<text x="{x:.1f}" y="{height - 6}" font-size="10" text-anchor="middle">{int(tick * 100)}%</text>')
+                     f'<text x="{x:.1f}" y="{height - 6}" font-size="10" text-anchor="middle">'
+                     f'{int(tick * 100)}%</text>')
     for i, (name, s) in enumerate(groups.items()):
         y = top + i * (bar_h + gap)
         rate = s["success_rate"] or 0.0
@@ -96,7 +98,8 @@ def render_report(results: dict[str, Any]) -> str:
     config = results.get("config", {})
     setup = " · ".join(f"{_e(k)}={_e(v)}" for k, v in config.items() if v not in (None, "", {}))
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(results.get("ended", 0)))
-    parts = [f"<!doctype html><meta charset=utf-8><title>MintGym eval: {_e(bench['name'])}</title><style>{STYLE}</style>",
+    parts = [f"<!doctype html><meta charset=utf-8><title>MintGym eval: {_e(bench['name'])}</title>"
+             f"<style>{STYLE}</style>",
              f"<h1>Evaluation: {_e(bench['name'])}</h1>",
              (f"<p>{_e(bench.get('description', ''))}</p><p class=muted>{setup}<br>finished {when}, "
               f"{overall['wall_seconds']:.1f}s wall · <a href=\"results.json\">results.json</a> · "

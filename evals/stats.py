@@ -42,6 +42,8 @@ class EpisodeOutcome:
     wall_seconds: float
     #: The trajectory directory, relative to the evaluation's output directory.
     path: str
+    #: The observation channels the agent was given (:mod:`mintgym.observe`).
+    observe: tuple[str, ...] = ("screenshot",)
 
     @property
     def success(self) -> bool:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from mintgym.client.sync import EnvClient
 
 
-def make(env_or_task_id: str, backend: str = "local", **kwargs: Any) -> "EnvClient":
+def make(env_or_task_id: str, backend: str = "local", **kwargs: Any) -> EnvClient:
     """A gymnasium env for a domain (``"pytool"``) or a task (``"pytool/count-shapes-0"``).
 
     ``backend`` picks where the env server runs: ``local`` (a subprocess, the default),

@@ -52,10 +52,6 @@ class TaskError(MintGymError):
     it are the author's frames (``File "...", line N, in f``). The environment is not at fault."""
 
 
-class PolicyError(MintGymError):
-    """The policy failed (its model server is down, it crashed): the episode ends in error, the env is fine."""
-
-
 class ContextOverflow(ValueError):
     """A prompt longer than the model's context (``max_model_len``), raised by the inference engines.
 

@@ -46,7 +46,7 @@ def options_model(factory: Any, skip: tuple[str, ...] = ()) -> type[BaseModel]:
             continue
         hint = hints.get(param.name, Any)
         if param.default is inspect.Parameter.empty:  # given by the caller where the config does not set it
-            fields[param.name] = (typing.Optional[hint], None)
+            fields[param.name] = (hint | None, None)
         else:
             fields[param.name] = (hint, param.default)
     name = getattr(factory, "__name__", "Options")

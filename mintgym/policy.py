@@ -8,8 +8,9 @@ Agents never import environments; the rollout passes what they may use in :class
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mintgym.action_spaces import ActionModel, ActionSet
 from mintgym.types import Observation
@@ -48,6 +49,10 @@ class AgentContext:
     oracle: Callable[[], Awaitable[dict | None]] | None = None
     #: The line the domain declares about its screenshots for prompts (its env server reports it), or "".
     screen_hint: str = ""
+    #: The observation channels the agent is given (:mod:`mintgym.observe`): ``screenshot`` (the pixels),
+    #: ``som`` (marks drawn on them), ``a11y``, ``dom``, ``text`` (filled in each Observation). An agent not
+    #: given ``screenshot`` or ``som`` must not use the pixels (they are still there, for the record).
+    observe: tuple[str, ...] = ("screenshot",)
 
 
 @runtime_checkable

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from gymnasium import spaces
 
+from mintgym.observe import TEXT_CHANNELS
 from mintgym.types import Observation
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ def observation_space(screen_size: tuple[int, int], side_channels=()) -> spaces.
         "step": spaces.Box(0, np.iinfo(np.int64).max, (), np.int64),
     }
     for name in side_channels:
-        fields[name] = FreeText()
+        if name in TEXT_CHANNELS:  # "som" changes the screenshot, it adds no field
+            fields[name] = FreeText()
     return spaces.Dict(fields)
 
 
@@ -136,7 +138,8 @@ def observation_to_dict(obs: Observation, side_channels=()) -> dict:
     out = {"screenshot": obs.screenshot, "instruction": obs.instruction, "domain": obs.domain,
            "step": np.array(obs.step, dtype=np.int64)}
     for name in side_channels:
-        out[name] = getattr(obs, name) or ""
+        if name in TEXT_CHANNELS:
+            out[name] = getattr(obs, name) or ""
     return out
 
 

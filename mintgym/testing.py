@@ -49,7 +49,8 @@ async def run_oracle(episode: Episode, task: Task, seed: int | None = 0) -> Orac
     return OracleReport(task.id, untouched, reward, episode.step_count, errors)
 
 
-async def check_task(host: EnvironmentHost, task: Task, seed: int | None = 0, options: dict | None = None) -> OracleReport:
+async def check_task(host: EnvironmentHost, task: Task, seed: int | None = 0,
+                     options: dict | None = None) -> OracleReport:
     """Raise AssertionError unless the untouched state scores 0 and the oracle scores 1 without errors."""
     env = await host.create(options or {})
     try:

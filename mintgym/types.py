@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
-
-Domain = Literal["web", "desktop", "android", "pytool"]
-DOMAINS: tuple[str, ...] = ("web", "desktop", "android", "pytool")
-SIDE_CHANNELS: tuple[str, ...] = ("text", "a11y", "dom")
 
 
 @dataclass

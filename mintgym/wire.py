@@ -30,7 +30,6 @@ BATCH_MAGIC = b"MGB1"
 #: The most sessions one batch request may step.
 MAX_BATCH = 1024
 Encoding = Literal["png", "jpeg", "raw"]
-ENCODINGS: tuple[str, ...] = ("png", "jpeg", "raw")
 IMAGE_CONTENT_TYPES = {"png": "image/png", "jpeg": "image/jpeg", "raw": "application/octet-stream"}
 
 
@@ -44,8 +43,9 @@ class FrameOptions(Strict):
 
 
 class CreateSessionRequest(Strict):
-    #: Side channels to fill in every observation: "text", "a11y", "dom".
-    side_channels: list[Literal["text", "a11y", "dom"]] = Field(default_factory=list)
+    #: Side channels to fill in every observation (:mod:`mintgym.observe`): "text", "a11y", "dom", and "som"
+    #: (numbered marks drawn on the screenshot; ask for "a11y" too for their legend).
+    side_channels: list[Literal["text", "a11y", "dom", "som"]] = Field(default_factory=list)
     #: Options passed to the environment host's create() (e.g. a viewport for web).
     env_options: dict[str, Any] = Field(default_factory=dict)
     #: The task the session's resets start by default: the answer's ``screen_size`` is then that task's
@@ -119,12 +119,6 @@ class FrameMeta(Strict):
     terminated: bool = False
     truncated: bool = False
     info: dict[str, Any] = Field(default_factory=dict)
-
-
-class ErrorBody(Strict):
-    code: str
-    message: str
-    session_id: str | None = None
 
 
 def encode_image(shot: np.ndarray, options: FrameOptions) -> bytes:

@@ -2,6 +2,8 @@
 # Starts the services the tests need, then runs the default test suite (slow scale tests excluded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Lint first (the rule set is pyproject.toml's [tool.ruff]): any finding stops the run before a test starts.
+.venv/bin/ruff check . || { echo "ruff found the problems above; fix them (make lint) before the tests run" >&2; exit 1; }
 if [ "$(id -u)" -eq 0 ] && [ -x scripts/dockerd.sh ] && command -v dockerd >/dev/null; then
   ./scripts/dockerd.sh start
   export DOCKER_HOST=${DOCKER_HOST:-unix:///run/mintgym-docker.sock}

@@ -1,5 +1,5 @@
 """Shared fixtures: a real uvicorn server on loopback in a thread, for apps built in the test; a local Ray
-instance for a test module."""
+instance for a test module; local env servers of a domain for a test module."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mintgym.runtime.make import provider
 from mintgym.testing import serve_asgi
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,3 +50,26 @@ def worker_spec():
         return WorkerSpec(worker_id=0, run=run.model_copy(update={"tasks": entries}), env_urls=env_urls)
 
     return build
+
+
+@pytest.fixture(scope="module")
+def local_server():
+    """``local_server(domain)``: the base URL of a local env server of ``domain``, started once per module."""
+    prov = provider("local")
+    started = {}
+
+    def url(domain: str, ready_timeout: float = 120.0) -> str:
+        if domain not in started:
+            started[domain] = prov.start(domain)
+            prov.wait_ready(started[domain], ready_timeout)
+        return started[domain].base_url
+
+    yield url
+    for handle in started.values():
+        prov.stop(handle)
+
+
+@pytest.fixture(scope="module")
+def null_server(local_server):
+    """The base URL of a local env server of the null domain, started once per module."""
+    return local_server("null")

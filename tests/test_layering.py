@@ -150,5 +150,6 @@ def test_core_keeps_no_table_of_plugins():
 
 def test_the_plugin_name_check_can_fail(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
-    (tmp_path / "core.py").write_text('"""Names pytool in a docstring only."""\nTABLE = {"pytool": 1, "x": "pytool/a-0"}\n')
+    (tmp_path / "core.py").write_text('"""Names pytool in a docstring only."""\nTABLE = {"pytool": 1, "x": '
+                                      '"pytool/a-0"}\n')
     assert plugin_literals(("core.py",), {"pytool"}) == ["core.py:2: 'pytool'", "core.py:2: 'pytool/a-0'"]

@@ -112,7 +112,7 @@ def _edge_points(frame: str, size: tuple[int, int], bbox: list[float]) -> list[t
 def pro_point_cases() -> list[dict[str, Any]]:
     """Positive ScreenSpot-Pro samples: borders in every frame, off-image points, no point."""
     cases: list[dict[str, Any]] = []
-    for i, (w, h) in enumerate(SIZES):
+    for w, h in SIZES:
         rw, rh = qwen_resized(w, h)
         bx1, by1 = round(w * 0.3), round(h * 0.4)
         boxes = [[bx1, by1, bx1 + 37, by1 + 23], [w - 41, h - 19, w, h], [0, 0, 13, 11]]
@@ -125,7 +125,8 @@ def pro_point_cases() -> list[dict[str, Any]]:
     cases.append({"name": "relative 0.3002 against a right edge at 300 px", "img_size": [1000, 800],
                   "bbox": [250, 300, 300, 340], "frame": "relative", "point": [0.3002, 0.4]})
     cases.append({"name": "Qwen2.5-VL x = resized width on the right edge at 3000 px", "img_size": [3000, 2000],
-                  "bbox": [2950, 900, 3000, 960], "frame": f"resized_absolute:{'x'.join(map(str, qwen_resized(3000, 2000)))}",
+                  "bbox": [2950, 900, 3000, 960],
+                  "frame": f"resized_absolute:{'x'.join(map(str, qwen_resized(3000, 2000)))}",
                   "point": [qwen_resized(3000, 2000)[0], qwen_resized(3000, 2000)[1] * 0.465]})
     for name, frame, point in (("negative relative x", "relative", [-0.01, 0.5]),
                                ("relative x above 1", "relative", [1.2, 0.5]),
@@ -393,11 +394,12 @@ def main() -> None:
     mixed = [pro_annotation(c, i) for i, c in enumerate(points[:24])]
     mixed[3]["instruction"] = "Klicke auf „Speichern“ — 保存 🙂"
     mixed_responses = {}
-    for i, (item, case) in enumerate(zip(mixed, points[:24])):
+    for i, (item, case) in enumerate(zip(mixed, points[:24], strict=True)):
         result = ("negative", "positive", "wrong_format")[i % 3]
         point = None if result == "wrong_format" else wrapper_point(case["frame"], case["point"], case["img_size"])
         mixed_responses[item["img_filename"]] = {"official_point": point, "raw_response": result, "result": result,
-                                                 "frame": case["frame"], "point": None if point is None else case["point"]}
+                                                 "frame": case["frame"],
+                                                 "point": None if point is None else case["point"]}
     for item in mixed[::5]:
         item.pop("group")
     pro_runs.append({"name": "every instruction style and ground-truth type", "files": {"mixed_linux": mixed},

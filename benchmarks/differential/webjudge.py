@@ -184,11 +184,17 @@ def selection_cases() -> list[dict]:
 
 
 def format_cases() -> list[dict]:
-    step = lambda i, **kw: {"step": i, "screenshot": f"{i:04d}.png", "url": "https://x.test", "action": f"act {i}",
-                            "action_status": None, "thought": f"t{i}", **kw}
-    v2 = lambda steps, **kw: {"schema_version": "online-mind2web-v2", "task": "Find it", "task_id": TASK_ID,
-                              "agent_final_answer": "done", "reference_length": 3, "action_history": steps, **kw}
-    names = lambda steps: [s["screenshot"] for s in steps]
+    def step(i: int, **kw: Any) -> dict:
+        return {"step": i, "screenshot": f"{i:04d}.png", "url": "https://x.test", "action": f"act {i}",
+                "action_status": None, "thought": f"t{i}", **kw}
+
+    def v2(steps: Any, **kw: Any) -> dict:
+        return {"schema_version": "online-mind2web-v2", "task": "Find it", "task_id": TASK_ID,
+                "agent_final_answer": "done", "reference_length": 3, "action_history": steps, **kw}
+
+    def names(steps: list[dict]) -> list[str]:
+        return [s["screenshot"] for s in steps]
+
     three = [step(0), step(1), {**step(2), "action": "TASK_COMPLETE -> ANSWER: done"}]
     return [
         case("v1 numeric order", files=["10.png", "2.png", "1.png", "0.png"]),

@@ -20,9 +20,9 @@ import socket
 from dataclasses import dataclass
 
 import numpy as np
+
 from mintgym.action_spaces import InvalidAction
 from mintgym.environments.android import commands as C
-
 from mintgym.errors import BackendError, EnvironmentCrashed
 
 DEFAULT_TIMEOUT = 20.0

@@ -13,6 +13,7 @@ import re
 import shlex
 
 import numpy as np
+
 from mintgym.action_spaces import InvalidAction
 
 #: Android ``KeyEvent`` codes for the canonical key names of ``action_spaces/keys.py``.

@@ -38,6 +38,7 @@ def no_device() -> str | None:
 
 
 DECLARATION = Declaration(
+    channels=("a11y", "text"),
     screen_hint="The screenshot shows an Android phone screen.",
     unavailable=no_device,
     probe_before_serving=True,  # a missing device fails at once, with the host's advice

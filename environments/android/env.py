@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
 from mintgym.action_spaces import (
     ActionModel,
     Back,
@@ -26,13 +27,12 @@ from mintgym.action_spaces import (
     Type,
     Wait,
 )
+from mintgym.env.core import Environment
 from mintgym.environments.android import apps as app_names
 from mintgym.environments.android import commands as C
 from mintgym.environments.android import uitree
 from mintgym.environments.android.adb import AdbDevice, AdbError, AdbTimeout
 from mintgym.environments.android.state import AdbDeviceState
-
-from mintgym.env.core import Environment
 from mintgym.errors import EnvironmentCrashed
 
 if TYPE_CHECKING:

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from mintgym.env.core import EnvironmentHost
 from mintgym.environments.android.adb import AdbDevice, AdbServer, NoDeviceError
 from mintgym.environments.android.env import AndroidEnvironment
 from mintgym.environments.android.options import AndroidOptions
-
-from mintgym.env.core import EnvironmentHost
 
 
 class AndroidHost(EnvironmentHost):

@@ -33,7 +33,7 @@ async def locate(env: AndroidEnvironment, *labels: str, scrolls: int = 4, exact:
     """Yield scroll actions until a node matching ``labels`` is visible, then yield that node last."""
     width, height = env.screen_size
     for _ in range(scrolls + 1):
-        for attempt in range(looks):  # screens animate in: look again before scrolling
+        for _look in range(looks):  # screens animate in: look again before scrolling
             node = uitree.find(await env.ui_nodes(), *labels, resource_id=resource_id, class_name=class_name,
                                exact=exact)
             if node is not None:
@@ -74,7 +74,8 @@ async def dismiss_popups(env: AndroidEnvironment, rounds: int = 3,
         yield Tap(x=x, y=y)
 
 
-async def type_into(env: AndroidEnvironment, labels: tuple[str, ...], text: str, **kwargs) -> AsyncIterator[ActionModel]:
+async def type_into(env: AndroidEnvironment, labels: tuple[str, ...], text: str,
+                    **kwargs) -> AsyncIterator[ActionModel]:
     """Tap the field labelled ``labels`` (its hint text or description), then type ``text``."""
     async for action in tap(env, *labels, **kwargs):
         yield action

@@ -22,14 +22,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mintgym.action_spaces import ActionModel, Back, Key, LongPress, OpenApp, Tap, Type, Wait
+from mintgym.env.core import Task
 from mintgym.environments.android import apps as app_names
 from mintgym.environments.android import oracle as O
 from mintgym.environments.android import uitree
 from mintgym.environments.android.adb import AdbError
 from mintgym.environments.android.metadata import androidworld
 from mintgym.environments.android.state import DeviceState
-
-from mintgym.env.core import Task
 from mintgym.errors import TaskUnavailable
 
 if TYPE_CHECKING:
@@ -58,7 +57,8 @@ class AndroidTask(Task):
         for app in self.apps:
             found = [p for p in app_names.candidates(app) if p in installed]
             if not found:
-                raise TaskUnavailable(f"task {self.id!r} needs the {app} app (one of {', '.join(app_names.candidates(app))})")
+                raise TaskUnavailable(f"task {self.id!r} needs the {app} app (one of "
+                                      f"{', '.join(app_names.candidates(app))})")
             env.episode.setdefault("packages", {})[app] = found[0]
         if self.needs_root and not await _rooted(env):
             raise TaskUnavailable(f"task {self.id!r} reads an app database and needs a rooted device (`adb root`)")

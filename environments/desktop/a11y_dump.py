@@ -18,7 +18,7 @@ import sys
 import gi
 
 gi.require_version("Atspi", "2.0")
-from gi.repository import Atspi
+from gi.repository import Atspi  # noqa: E402 -- gi.require_version must run before this import
 
 MAX_DEPTH = 50
 MAX_WIDTH = 1024

@@ -4,6 +4,7 @@ task JSON, recognised by its ``evaluator`` when it names no domain) and its prom
 from mintgym.env.declarations import Declaration
 
 DECLARATION = Declaration(
+    channels=("som", "a11y", "text"),
     task_entry="mintgym.environments.taskfiles.desktop:DesktopTaskEntry",
     task_entry_fields=("evaluator",),
     screen_hint="The screenshot shows a Linux desktop.",

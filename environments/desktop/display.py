@@ -14,9 +14,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from mintgym.environments.desktop.sandbox import Sandbox, base_dir
 from Xlib import display as xdisplay
 from Xlib.error import DisplayError
+
+from mintgym.environments.desktop.sandbox import Sandbox, base_dir
 
 FIRST_DISPLAY = 100
 LAST_DISPLAY = 999

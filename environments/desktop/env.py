@@ -19,11 +19,13 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from mintgym import grounding
 from mintgym.action_spaces import ActionModel, Click, Drag, InvalidAction, Key, Move, Scroll, Type, Wait
 from mintgym.env.core import Environment, Task
 from mintgym.env.episode import AgentFault
@@ -34,7 +36,6 @@ from mintgym.environments.desktop.namespace import SessionNamespace, hidden_dirs
 from mintgym.environments.desktop.sandbox import CommandResult, Sandbox, SessionLimits
 from mintgym.environments.desktop.template import DUMP_SCRIPT, TERMINAL_LOGS, build_template, write_session_bin
 from mintgym.environments.desktop.xinput import UntypableText, XInput
-from mintgym import grounding
 from mintgym.errors import EnvironmentCrashed
 
 T = TypeVar("T")
@@ -79,6 +80,8 @@ class DesktopEnvironment(Environment):
         self.last_reset_seconds: float | None = None
         self._lock = threading.Lock()
         self._devtools: DevToolsBridge | None = None
+        #: The accessibility snapshot the last set-of-marks screenshot was drawn from (its frame's a11y listing).
+        self._frame_snapshot: grounding.Snapshot | None = None
 
     # -- facts -----------------------------------------------------------------------------------
     @property
@@ -144,7 +147,7 @@ class DesktopEnvironment(Environment):
         elif self.egress:
             raise RuntimeError("egress needs the session's own network namespace (run the server as root)")
         accessibility.stop_bus(box)
-        if self.accessibility or "a11y" in self.requested_channels:
+        if self.accessibility or self.requested_channels & {"a11y", "som"}:
             accessibility.start_bus(box, self.xserver.name)
         self._xlib = self.xserver.connect()
         self._input = XInput(self._xlib)
@@ -196,7 +199,7 @@ class DesktopEnvironment(Environment):
             loop = asyncio.get_running_loop()
             try:
                 await asyncio.wait_for(loop.run_in_executor(pool, self._close_sync), 20)
-            except (asyncio.TimeoutError, RuntimeError):
+            except (TimeoutError, RuntimeError):
                 self._close_sync(force=True)
             pool.shutdown(wait=False, cancel_futures=True)
         else:
@@ -286,7 +289,13 @@ class DesktopEnvironment(Environment):
             raise TypeError(f"the desktop cannot execute {action.type!r}")
 
     async def screenshot(self) -> np.ndarray:
-        return await self._call(self._grab_sync)
+        """The screen's pixels; with the ``som`` channel, the marks of the accessibility snapshot taken with
+        them drawn on (that snapshot is the frame's ``a11y`` listing too)."""
+        shot = await self._call(self._grab_sync)
+        if "som" not in self.requested_channels:
+            return shot
+        self._frame_snapshot = await self.grounding()
+        return grounding.draw_marks(shot, self._frame_snapshot)
 
     def _grab_sync(self) -> np.ndarray:
         shot = self._mss.grab({"left": 0, "top": 0, "width": self._size[0], "height": self._size[1]})
@@ -299,7 +308,8 @@ class DesktopEnvironment(Environment):
             titles = [t for _, t in await self.windows()]
             channels["text"] = "windows: " + "; ".join(titles)
         if "a11y" in wanted:
-            channels["a11y"] = grounding.render(await self.grounding())
+            snap, self._frame_snapshot = self._frame_snapshot, None
+            channels["a11y"] = grounding.render(snap if snap is not None else await self.grounding())
         return channels
 
     # -- accessibility -----------------------------------------------------------------------------
@@ -480,7 +490,7 @@ class DesktopEnvironment(Environment):
         future = loop.run_in_executor(self._pool, fn, *args)
         try:
             return await asyncio.wait_for(future, self.x_timeout if fn is not self._reset_sync else 60)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._hung = True
             self._crashed = f"X call {fn.__name__} did not return within {self.x_timeout:g} s"
             raise EnvironmentCrashed(f"desktop session crashed: {self._crashed}") from None
@@ -500,4 +510,5 @@ def _is_x_connection_error(err: BaseException) -> bool:
     from Xlib.error import ConnectionClosedError
 
     name = type(err).__name__
-    return isinstance(err, ConnectionClosedError) or name in {"ScreenShotError"} or "connection" in str(err).lower() and "X" in str(err)
+    return (isinstance(err, ConnectionClosedError) or name in {"ScreenShotError"}
+            or "connection" in str(err).lower() and "X" in str(err))

@@ -6,12 +6,11 @@ import shutil
 import weakref
 from typing import Any, ClassVar
 
+from mintgym.env.core import EnvironmentHost
 from mintgym.environments.desktop import namespace
 from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.environments.desktop.options import DesktopOptions
 from mintgym.environments.isolation import cgroups
-
-from mintgym.env.core import EnvironmentHost
 
 REQUIRED_BINARIES = ("Xvfb", "openbox", "xterm", "xauth", "xhost")
 APPS = {"terminal": "xterm", "editor": "mousepad", "calc": "localc", "writer": "lowriter", "viewer": "feh",

@@ -7,8 +7,9 @@ limits and caps a server applies are in its ``/v1/spec``. ``template`` (a host p
 
 from __future__ import annotations
 
-from mintgym.environments.desktop.sandbox import SessionLimits as Defaults
 from pydantic import BaseModel, ConfigDict, Field
+
+from mintgym.environments.desktop.sandbox import SessionLimits as Defaults
 
 
 class DesktopOptions(BaseModel):

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
+
 from mintgym.environments.desktop.namespace import SessionNamespace
 from mintgym.environments.isolation import cgroups, mounts
 

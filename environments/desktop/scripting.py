@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 from mintgym.action_spaces import ActionModel, Click, Key, Type, Wait
 from mintgym.environments.desktop.env import DesktopEnvironment

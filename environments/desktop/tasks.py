@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import AsyncIterator, ClassVar
+from typing import ClassVar
 
 from mintgym.action_spaces import ActionModel, Click, Key, Type, Wait
 from mintgym.env.core import Environment, Task

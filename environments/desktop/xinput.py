@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Iterable
+from collections.abc import Iterable
 
-from Xlib import X, XK
+from Xlib import XK, X
 from Xlib.display import Display
 from Xlib.ext import xtest
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
+from PIL import Image
+
 from mintgym.action_spaces import ActionModel, InvalidAction, Python, Wait
+from mintgym.env.core import Environment, Task
 from mintgym.environments.isolation import mounts
 from mintgym.environments.pytool import canvas
 from mintgym.environments.pytool.sandbox import ExecResult, Sandbox, SandboxLimits
-from PIL import Image
-
-from mintgym.env.core import Environment, Task
 from mintgym.errors import EnvironmentCrashed
 
 #: Largest out.png the canvas will decode (bytes on disk, pixels).

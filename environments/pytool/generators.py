@@ -11,8 +11,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from mintgym.environments.pytool.canvas import font
 from PIL import Image, ImageDraw
+
+from mintgym.environments.pytool.canvas import font
 
 PALETTE: dict[str, tuple[int, int, int]] = {
     "red": (220, 40, 40),
@@ -159,7 +160,7 @@ def count_shapes(index: int, rng: random.Random, image_path: str) -> Instance:
     image = Image.new("RGB", size, BACKGROUND)
     draw = ImageDraw.Draw(image)
     boxes = _place(rng, size, [rng.randint(22, 44) for _ in items])
-    for (colour, shape), box in zip(items, boxes):
+    for (colour, shape), box in zip(items, boxes, strict=True):
         _draw_shape(draw, shape, box, PALETTE[colour])
     what = f"{target} {target_shape}s" if target_shape else f"{target} shapes"
     instruction = (f"How many {what} are there in the image? Answer with a single number, "
@@ -208,7 +209,7 @@ def bar_chart(index: int, rng: random.Random, image_path: str) -> Instance:
         draw.text((left - 8 - small.getlength(label), y - 7), label, font=small, fill=(0, 0, 0))
     slot = (width - 20 - left) // bars
     bar_w = int(slot * 0.6)
-    for i, (colour, value) in enumerate(zip(colours, values)):
+    for i, (colour, value) in enumerate(zip(colours, values, strict=True)):
         x0 = left + i * slot + (slot - bar_w) // 2
         y0 = base - round(value / ymax * plot_h)
         draw.rectangle([x0, y0, x0 + bar_w, base - 1], fill=PALETTE[colour])
@@ -358,7 +359,7 @@ def locate_marker(index: int, rng: random.Random, image_path: str) -> Instance:
     boxes = _place(rng, size, sides)
     image = Image.new("RGB", size, BACKGROUND)
     draw = ImageDraw.Draw(image)
-    for (colour, shape), box in zip(items, boxes):
+    for (colour, shape), box in zip(items, boxes, strict=True):
         _draw_shape(draw, shape, box, PALETTE[colour])
     x0, y0, x1, y1 = boxes[0]
     truth = ((x0 + x1) / 2, (y0 + y1) / 2)
@@ -400,7 +401,7 @@ def largest_area(index: int, rng: random.Random, image_path: str) -> Instance:
         boxes = _place(rng, size, sides, margin=10)
         image = Image.new("RGB", size, BACKGROUND)
         draw = ImageDraw.Draw(image)
-        for colour, kind, box in zip(colours, shapes, boxes):
+        for colour, kind, box in zip(colours, shapes, boxes, strict=True):
             _draw_shape(draw, kind, box, PALETTE[colour])
         pixels = np.asarray(image)
         areas = {c: int(np.all(pixels == PALETTE[c], axis=-1).sum()) for c in colours}

@@ -13,13 +13,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
+from mintgym.env.core import EnvironmentHost
 from mintgym.environments.isolation import cgroups, mounts
 from mintgym.environments.pytool.env import PytoolEnvironment
 from mintgym.environments.pytool.options import PytoolOptions
 from mintgym.environments.pytool.sandbox import SandboxLimits, probe_isolation
-from pydantic import ValidationError
-
-from mintgym.env.core import EnvironmentHost
 
 UID_BASE = 61000
 UID_COUNT = 2000
@@ -57,10 +57,6 @@ class UidPool:
         fd = self._held.pop(uid, None)
         if fd is not None:
             os.close(fd)  # closing drops the flock
-
-    def release_all(self) -> None:
-        for uid in list(self._held):
-            self.release(uid)
 
 
 _POOL: UidPool | None = None

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from mintgym.environments.pytool.worker import HEADER
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mintgym.environments.pytool.worker import HEADER
 
 #: The most dropped output bytes a reply may claim (more is a forged count).
 MAX_DROPPED = 2**53

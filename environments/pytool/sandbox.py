@@ -48,7 +48,6 @@ from mintgym.environments.isolation import cgroups
 from mintgym.environments.pytool import seccomp
 from mintgym.environments.pytool.protocol import CellReply, cell_reply, read_frame
 from mintgym.environments.pytool.worker import HEADER, MAX_FRAME
-
 from mintgym.errors import EnvironmentCrashed
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
@@ -275,7 +274,6 @@ class Sandbox:
         self._stderr_task: asyncio.Task | None = None
         self._stderr_tail = bytearray()
         self._lock = asyncio.Lock()
-        self._killing = False
         self._closed = False
         self._seq = 0
         self._cell_started = False
@@ -330,7 +328,6 @@ class Sandbox:
             await self._abandon_if_closed()
         env = _clean_env(self.code_workdir)
         self._stderr_tail = bytearray()
-        self._killing = False
         self._proc = await asyncio.create_subprocess_exec(
             *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env=env, cwd=str(self.workdir), start_new_session=True, close_fds=True)
@@ -372,7 +369,6 @@ class Sandbox:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        self._killing = True
         if proc.returncode is None:
             # Kill the worker (PID 1 of its namespace: the kernel then kills everything in it) and let
             # bwrap reap it and exit; bwrap itself is killed only if it does not.

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mintgym.action_spaces import Done, Python
+from mintgym.env.core import Environment, Task
 from mintgym.environments.pytool import generators as G
 from mintgym.environments.pytool.answers import parse_number, parse_point, parse_word
-
-from mintgym.env.core import Environment, Task
 
 _GENERIC = {
     "count-shapes": "Count the shapes of a colour in the image.",

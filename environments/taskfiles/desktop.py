@@ -13,13 +13,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from pydantic import Field, model_validator
+
+from mintgym.env.taskfiles import TaskEntry, TaskFileError, TaskSource, run_oracle
 from mintgym.environments.desktop.osworld.getters import GETTERS
 from mintgym.environments.desktop.osworld.loader import OSWorldFormatError, parse_task
 from mintgym.environments.desktop.osworld.steps import SUPPORTED_STEPS
 from mintgym.environments.desktop.osworld.task import OSWorldTask
-from pydantic import Field, model_validator
-
-from mintgym.env.taskfiles import TaskEntry, TaskFileError, TaskSource, run_oracle
 
 #: OSWorld task fields this format reads or tolerates (its own bookkeeping).
 OSWORLD_FIELDS = ("snapshot", "source", "related_apps", "proxy", "config", "evaluator", "trajectory",
@@ -61,7 +61,8 @@ class DesktopTaskEntry(TaskEntry):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise TaskFileError(f"{source.file}: task {self.id!r}: field 'osworld': cannot read {path} ({err})") from None
+            raise TaskFileError(f"{source.file}: task {self.id!r}: field 'osworld': cannot read {path} "
+                                f"({err})") from None
         if not isinstance(data, dict):
             raise TaskFileError(f"{source.file}: task {self.id!r}: field 'osworld': {path} holds no JSON object")
         if self.instruction:

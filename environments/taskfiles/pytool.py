@@ -11,11 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from mintgym.environments.pytool.answers import parse_number, parse_point, parse_word
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mintgym.env.core import Environment, Task
 from mintgym.env.taskfiles import DeclaredOracle, TaskEntry, TaskSource
+from mintgym.environments.pytool.answers import parse_number, parse_point, parse_word
 
 if TYPE_CHECKING:
     import random

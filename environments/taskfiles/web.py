@@ -17,11 +17,11 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from mintgym.environments.web import ui
-from mintgym.environments.web.task import DEFAULT_VIEWPORT, WebTask
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mintgym.env.taskfiles import DeclaredOracle, OracleHelper, TaskEntry, TaskFileError, TaskSource
+from mintgym.environments.web import ui
+from mintgym.environments.web.task import DEFAULT_VIEWPORT, WebTask
 
 if TYPE_CHECKING:
     import random
@@ -242,7 +242,7 @@ class FileWebTask(DeclaredOracle, WebTask):
         if values is None:
             info["reason"] = f"the main page no longer shows this episode's task page ({env.main_page.url[:200]})"
             return 0.0
-        held = [scorer.holds(value, self.base_path) for scorer, value in zip(self.scorers, values)]
+        held = [scorer.holds(value, self.base_path) for scorer, value in zip(self.scorers, values, strict=True)]
         info["scorers"] = held
         return 1.0 if all(held) else 0.0
 

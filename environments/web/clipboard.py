@@ -29,9 +29,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from mintgym.action_spaces.keys import MODIFIERS
 from playwright.async_api import BrowserContext, Frame, Page
 from playwright.async_api import Error as PlaywrightError
+
+from mintgym.action_spaces.keys import MODIFIERS
 
 log = logging.getLogger("mintgym.web")
 
@@ -83,7 +84,11 @@ def _key_event(key: str, held: frozenset[str]) -> dict[str, Any]:
 _CORE_JS = r"""
 function mgClipboard(command, data, key) {
   const doc = document, sel = doc.getSelection();
-  const deepActive = () => { let e = doc.activeElement; while (e && e.shadowRoot && e.shadowRoot.activeElement) e = e.shadowRoot.activeElement; return e; };
+  const deepActive = () => {
+    let e = doc.activeElement;
+    while (e && e.shadowRoot && e.shadowRoot.activeElement) e = e.shadowRoot.activeElement;
+    return e;
+  };
   const TEXT = ['text', 'search', 'url', 'tel', 'email', 'password', 'number'];
   const field = (e) => e instanceof HTMLTextAreaElement || (e instanceof HTMLInputElement && TEXT.includes(e.type));
   const startElement = () => {

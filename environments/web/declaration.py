@@ -10,6 +10,7 @@ def task_screen(task, session_size: tuple[int, int]) -> tuple[int, int]:
 
 
 DECLARATION = Declaration(
+    channels=("som", "a11y", "dom", "text"),
     task_entry="mintgym.environments.taskfiles.web:WebTaskEntry",
     screen_hint="The screenshot shows a web browser page.",
     task_screen=task_screen,

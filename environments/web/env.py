@@ -35,17 +35,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from mintgym.action_spaces import ActionModel, Click, Drag, Goto, InvalidAction, Key, Move, Scroll, Tab, Type, Wait
-from mintgym.environments.web import clipboard, grounding
-from mintgym.environments.web.keys import split_combo
-from mintgym.environments.web.options import WebOptions
-from mintgym.environments.web.policy import UrlPolicy
 from PIL import Image
 from playwright.async_api import BrowserContext, CDPSession, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+from mintgym.action_spaces import ActionModel, Click, Drag, Goto, InvalidAction, Key, Move, Scroll, Tab, Type, Wait
 from mintgym.env.core import Environment, Task
+from mintgym.environments.web import clipboard, grounding
+from mintgym.environments.web.declaration import DECLARATION
+from mintgym.environments.web.keys import split_combo
+from mintgym.environments.web.options import WebOptions
+from mintgym.environments.web.policy import UrlPolicy
 from mintgym.errors import EnvironmentCrashed
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ _CLOSED_MARKERS = ("Target crashed", "has been closed", "Target closed", "Browse
 #: Tabs a session may hold open at once (the task's own tab included).
 MAX_TABS = 8
 #: Side channels this environment can fill (``dom`` once the core carries it).
-WEB_SIDE_CHANNELS = frozenset({"text", "a11y", "dom"})
+WEB_SIDE_CHANNELS = frozenset(DECLARATION.channels or ())
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,8 @@ class WebEnvironment(Environment):
 
     def _on_request(self, page: Page, request: Request) -> None:
         # only the shown page's navigations are waited for (a tab in the background loads on its own)
-        if page is (self.page or self.main_page) and request.is_navigation_request() and request.frame == page.main_frame:
+        shown = page is (self.page or self.main_page)
+        if shown and request.is_navigation_request() and request.frame == page.main_frame:
             self._nav_done.clear()
 
     def _on_request_end(self, page: Page, request: Request) -> None:
@@ -445,18 +447,20 @@ class WebEnvironment(Environment):
         return self._cdp[page]
 
     async def screenshot(self) -> np.ndarray:
-        """The shown page's pixels; with ``set_of_marks``, the marks of a grounding snapshot drawn on them."""
+        """The shown page's pixels; with ``set_of_marks`` (or the ``som`` channel), the marks of a grounding
+        snapshot drawn on them."""
         self._ensure_alive()
         page = self.page or self.main_page
         width, height = self.screen_size
         if page.viewport_size != {"width": width, "height": height}:  # a popup or tab opened at another size
             await self._guard(page.set_viewport_size({"width": width, "height": height}))
-        if not (self.options.set_of_marks or self._grounded_wanted):
+        marks = self.options.set_of_marks or "som" in self.requested_channels
+        if not (marks or self._grounded_wanted):
             return await self._capture(page)
         shot, snap = await asyncio.gather(self._capture(page),
                                           self.grounding(page, html="dom" in self._grounded_wanted))
         self._frame_snapshot = (page, snap)
-        return grounding.draw_marks(shot, snap) if self.options.set_of_marks else shot
+        return grounding.draw_marks(shot, snap) if marks else shot
 
     async def _capture(self, page: Page) -> np.ndarray:
         params: dict[str, Any] = {"format": self.options.screenshot_format, "optimizeForSpeed": True}
@@ -531,7 +535,7 @@ class WebEnvironment(Environment):
         lines += [f"Dialog ({d.kind}, {d.handled}): {d.message}" for d in self.dialogs]
         shown = pages.index(page) if page in pages else -1
         lines.append(f"Tabs ({len(pages)} open, tab {shown} shown; tab 0 holds the task):")
-        for i, (p, t) in enumerate(zip(pages, titles)):
+        for i, (p, t) in enumerate(zip(pages, titles, strict=True)):
             lines.append(f"{'*' if i == shown else ' '} [{i}] {json.dumps(t, ensure_ascii=False)} {p.url}")
         return "\n".join(lines)
 
@@ -550,8 +554,8 @@ class WebEnvironment(Environment):
         for _attempt in range(3):  # a navigation destroys the world: make a new one and try again
             try:
                 context_id = await self._world(page)
-                reply = await asyncio.wait_for((await self._cdp_for(page)).send(
-                    "Runtime.evaluate", {"expression": expression, "contextId": context_id, "returnByValue": True}), 5.0)
+                params = {"expression": expression, "contextId": context_id, "returnByValue": True}
+                reply = await asyncio.wait_for((await self._cdp_for(page)).send("Runtime.evaluate", params), 5.0)
             except PlaywrightError as err:
                 crash = self._crash_from(err)
                 if crash is not None:

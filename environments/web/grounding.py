@@ -32,8 +32,17 @@ The element model, the text form, ``parse``, ``click_point`` and ``draw_marks`` 
 from __future__ import annotations
 
 from mintgym.grounding import (  # noqa: F401  (re-exported: the web channel's format is the shared one)
-    FLAGS, INTERACTIVE_ROLES, NAME_CHARS, Element, Snapshot, click_point, draw_marks, parse, render,
-    render_element, short_text,
+    FLAGS,
+    INTERACTIVE_ROLES,
+    NAME_CHARS,
+    Element,
+    Snapshot,
+    click_point,
+    draw_marks,
+    parse,
+    render,
+    render_element,
+    short_text,
 )
 
 # ---- the snapshot itself ---------------------------------------------------------------------------------
@@ -55,20 +64,27 @@ def snapshot_from_raw(raw: dict) -> Snapshot:
 #: global object, so ids stay stable while the document lives (and restart when ``reset`` is set).
 WALKER_JS = r"""
 (opts) => {
-  const S = globalThis.__mgGround && !opts.reset ? globalThis.__mgGround : (globalThis.__mgGround = {ids: new WeakMap(), next: 1});
+  const S = globalThis.__mgGround && !opts.reset ? globalThis.__mgGround
+    : (globalThis.__mgGround = {ids: new WeakMap(), next: 1});
   const vv = window.visualViewport;
   const scale = (window.devicePixelRatio || 1) * (vv ? vv.scale : 1);
   const ox = vv ? vv.offsetLeft : 0, oy = vv ? vv.offsetTop : 0;
   const W = opts.width, H = opts.height;
   const out = [];
   let omitted = 0;
-  const idOf = (el) => { let id = S.ids.get(el); if (id === undefined) { id = S.next++; S.ids.set(el, id); } return id; };
+  const idOf = (el) => {
+    let id = S.ids.get(el);
+    if (id === undefined) { id = S.next++; S.ids.set(el, id); }
+    return id;
+  };
   const norm = (s) => (s || '').replace(/\s+/g, ' ').trim();
   const TEXTBOX = new Set(['', 'text', 'email', 'tel', 'url', 'password', 'search', 'number']);
   const WIDGETS = new Set(['button', 'link', 'checkbox', 'radio', 'switch', 'textbox', 'searchbox', 'combobox',
-    'listbox', 'option', 'slider', 'spinbutton', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'treeitem', 'gridcell']);
+    'listbox', 'option', 'slider', 'spinbutton', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'treeitem',
+    'gridcell']);
   const TEXT_ROLES = {H1: 'heading', H2: 'heading', H3: 'heading', H4: 'heading', H5: 'heading', H6: 'heading',
-    TD: 'cell', TH: 'columnheader', LI: 'listitem', LABEL: 'label', P: 'paragraph', LEGEND: 'legend', CAPTION: 'caption',
+    TD: 'cell', TH: 'columnheader', LI: 'listitem', LABEL: 'label', P: 'paragraph', LEGEND: 'legend',
+    CAPTION: 'caption',
     DT: 'term', DD: 'definition', PRE: 'text', CODE: 'code'};
   const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK', 'TITLE']);
   function role(el) {
@@ -103,7 +119,10 @@ WALKER_JS = r"""
     const by = el.getAttribute('aria-labelledby');
     if (by) {
       const root = el.getRootNode();
-      const t = by.split(/\s+/).map((id) => { const n = root.getElementById ? root.getElementById(id) : null; return n ? n.innerText || n.textContent : ''; }).join(' ');
+      const t = by.split(/\s+/).map((id) => {
+        const n = root.getElementById ? root.getElementById(id) : null;
+        return n ? n.innerText || n.textContent : '';
+      }).join(' ');
       if (norm(t)) return t;
     }
     const aria = el.getAttribute('aria-label');
@@ -116,7 +135,9 @@ WALKER_JS = r"""
       return labelsText(el) || el.getAttribute('placeholder') || el.title || '';
     }
     if (tag === 'IMG') return el.alt || el.title || '';
-    if (fromContent || WIDGETS.has(r) || r === 'heading' || tag === 'A' || tag === 'BUTTON') return el.innerText || el.title || '';
+    if (fromContent || WIDGETS.has(r) || r === 'heading' || tag === 'A' || tag === 'BUTTON') {
+      return el.innerText || el.title || '';
+    }
     return el.title || '';
   }
   function valueOf(el, r) {
@@ -141,12 +162,18 @@ WALKER_JS = r"""
     const f = [];
     if (el === focused) f.push('focused');
     const ac = el.getAttribute('aria-checked');
-    if (el.tagName === 'INPUT' && (el.type === 'checkbox' || el.type === 'radio')) f.push(el.indeterminate ? 'mixed' : el.checked ? 'checked' : 'unchecked');
-    else if (ac === 'true') f.push('checked'); else if (ac === 'false') f.push('unchecked'); else if (ac === 'mixed') f.push('mixed');
+    if (el.tagName === 'INPUT' && (el.type === 'checkbox' || el.type === 'radio')) {
+      f.push(el.indeterminate ? 'mixed' : el.checked ? 'checked' : 'unchecked');
+    }
+    else if (ac === 'true') f.push('checked');
+    else if (ac === 'false') f.push('unchecked');
+    else if (ac === 'mixed') f.push('mixed');
     if ((el.tagName === 'OPTION' && el.selected) || el.getAttribute('aria-selected') === 'true') f.push('selected');
     const ax = el.getAttribute('aria-expanded');
     if (ax === 'true') f.push('expanded'); else if (ax === 'false') f.push('collapsed');
-    else if (el.tagName === 'SUMMARY' && el.parentElement && el.parentElement.tagName === 'DETAILS') f.push(el.parentElement.open ? 'expanded' : 'collapsed');
+    else if (el.tagName === 'SUMMARY' && el.parentElement && el.parentElement.tagName === 'DETAILS') {
+      f.push(el.parentElement.open ? 'expanded' : 'collapsed');
+    }
     if ((el.matches && el.matches(':disabled')) || el.getAttribute('aria-disabled') === 'true') f.push('disabled');
     if (el.readOnly === true || el.getAttribute('aria-readonly') === 'true') f.push('readonly');
     if (el.required === true || el.getAttribute('aria-required') === 'true') f.push('required');
@@ -156,7 +183,10 @@ WALKER_JS = r"""
     let a = doc.activeElement;
     while (a) {
       if (a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
-      else if ((a.tagName === 'IFRAME' || a.tagName === 'FRAME') && a.contentDocument && a.contentDocument.activeElement) a = a.contentDocument.activeElement;
+      else if ((a.tagName === 'IFRAME' || a.tagName === 'FRAME') && a.contentDocument
+               && a.contentDocument.activeElement) {
+        a = a.contentDocument.activeElement;
+      }
       else break;
     }
     return a;
@@ -179,7 +209,8 @@ WALKER_JS = r"""
       const tabbable = el.tabIndex >= 0 && el.hasAttribute('tabindex');
       const clickable = (pointer && !parentPointer) || el.hasAttribute('onclick') || tabbable;
       const widget = WIDGETS.has(r) || ['date', 'time', 'datetime-local', 'month', 'week', 'color', 'file'].includes(r);
-      const named = el.hasAttribute('aria-label') || el.hasAttribute('title') || (el.tagName === 'IMG' && el.alt) || r === 'heading';
+      const named = el.hasAttribute('aria-label') || el.hasAttribute('title') || (el.tagName === 'IMG' && el.alt)
+        || r === 'heading';
       const text = !inWidget && ownText(el);
       // a small clickable element (a span or div with a handler) is named by its whole text, like a button
       wrapsText = clickable && !widget && (el.innerText || '').length <= 80;
@@ -197,10 +228,12 @@ WALKER_JS = r"""
           let px = null, py = null;
           if (vx2 > vx1 && vy2 > vy1) {
             px = Math.floor((vx1 + vx2 - 1) / 2); py = Math.floor((vy1 + vy2 - 1) / 2);
-            if ((widget || clickable) && covered(el, el.getRootNode(), (px + 0.5) / scale + ox - dx, (py + 0.5) / scale + oy - dy)) f.push('covered');
+            const x = (px + 0.5) / scale + ox - dx, y = (py + 0.5) / scale + oy - dy;
+            if ((widget || clickable) && covered(el, el.getRootNode(), x, y)) f.push('covered');
           } else f.push('offscreen');
           const name = nameOf(el, r, wrapsText) || text || '';
-          const level = r === 'heading' ? (parseInt(el.getAttribute('aria-level') || el.tagName.slice(1), 10) || null) : null;
+          const level = r === 'heading'
+            ? (parseInt(el.getAttribute('aria-level') || el.tagName.slice(1), 10) || null) : null;
           const value = widget ? valueOf(el, r) : null;
           out.push([idOf(el), depth, r || 'text', name, value === null || value === undefined ? null : String(value),
                     x1, y1, x2, y2, px, py, f, level]);
@@ -236,7 +269,12 @@ WALKER_JS = r"""
     const attr = (s) => esc(s).replace(/"/g, '&quot;');
     const parts = [];
     let size = 0, cut = false;
-    function emit(s) { if (size + s.length > limit) { cut = true; return false; } parts.push(s); size += s.length; return true; }
+    function emit(s) {
+      if (size + s.length > limit) { cut = true; return false; }
+      parts.push(s);
+      size += s.length;
+      return true;
+    }
     function ser(el) {
       if (cut || SKIP.has(el.tagName)) return;
       const style = getComputedStyle(el);
@@ -253,7 +291,9 @@ WALKER_JS = r"""
           open += ` ${a.name}="${attr(v.length > 200 ? v.slice(0, 200) + '...' : v)}"`;
         }
       }
-      if (tag === 'input' && el.value && !el.hasAttribute('value') && !['checkbox', 'radio'].includes(el.type)) open += ` value="${attr(el.type === 'password' ? '\u2022'.repeat(el.value.length) : el.value)}"`;
+      if (tag === 'input' && el.value && !el.hasAttribute('value') && !['checkbox', 'radio'].includes(el.type)) {
+        open += ` value="${attr(el.type === 'password' ? '\u2022'.repeat(el.value.length) : el.value)}"`;
+      }
       if (!emit(open + '>')) return;
       if (VOID.has(el.tagName)) return;
       if (tag === 'textarea') { emit(esc(el.value)); emit('</textarea>'); return; }

@@ -20,16 +20,16 @@ import weakref
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mintgym.environments.web.browser_user import BrowserLaunch, browser_launch
-from mintgym.environments.web.env import WebEnvironment
-from mintgym.environments.web.options import WebOptions
-from mintgym.environments.web.server import LocalServer, miniwob_mount
-from mintgym.environments.web.webapps.server import AppStore, webapp_routes
 from playwright.async_api import Browser, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
 from mintgym.env.core import EnvironmentHost
+from mintgym.environments.web.browser_user import BrowserLaunch, browser_launch
+from mintgym.environments.web.env import WebEnvironment
+from mintgym.environments.web.options import WebOptions
+from mintgym.environments.web.server import LocalServer, miniwob_mount
+from mintgym.environments.web.webapps.server import AppStore, webapp_routes
 
 log = logging.getLogger("mintgym.web")
 

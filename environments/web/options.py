@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from mintgym.environments.web.task import DEFAULT_VIEWPORT
 from pydantic import BaseModel, ConfigDict, Field
+
+from mintgym.environments.web.task import DEFAULT_VIEWPORT
 
 _Pixels = Annotated[int, Field(ge=64, le=4096)]
 #: ``host`` or ``host:port``: a DNS name or IP literal, no scheme, path or wildcard.

@@ -157,7 +157,8 @@ def step_from_row(row: dict[str, Any], where: str = "row") -> Mind2WebStep:
     try:
         index = int(row["target_action_index"])
     except (TypeError, ValueError):
-        raise ValueError(f"{where}: target_action_index must be an integer, got {row['target_action_index']!r}") from None
+        raise ValueError(f"{where}: target_action_index must be an integer, "
+                         f"got {row['target_action_index']!r}") from None
     reprs = list(row["action_reprs"] or [])
     return _step(row, where, reprs[:index], index, row["screenshot"])
 
@@ -213,7 +214,8 @@ def iter_steps(path: str | Path, split: str, ranks: Mapping[str, Mapping[str, fl
     files = _json_files(Path(path), split)
     if files:
         steps: Iterator[Mind2WebStep] = (
-            step for f in files for i, task in enumerate(_read_tasks(f)) for step in steps_from_task(task, f"{f.name} task {i}"))
+            step for f in files for i, task in enumerate(_read_tasks(f))
+            for step in steps_from_task(task, f"{f.name} task {i}"))
     else:
         ds = open_split(path, split)
         steps = (step_from_row(ds[i], f"{split} row {i}") for i in range(len(ds)))

@@ -35,16 +35,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from mintgym.action_spaces import WEB, Click, Select, Type
+from mintgym.env.declarations import declaration
+from mintgym.errors import MintGymError
 from mintgym.evals.mind2web import seeclick
 from mintgym.evals.mind2web.data import Mind2WebStep, load_ranks
 from mintgym.evals.mind2web.metrics import TOP_K, aggregate, element_at, score_step
 from mintgym.evals.mind2web.options import Mind2WebOptions
 from mintgym.evals.screenspot.harness import read_predictions
 from mintgym.evals.suite_options import parse_suite_options
-
-from mintgym.env.declarations import declaration
-from mintgym.errors import MintGymError
 from mintgym.policy import Agent, AgentContext
 from mintgym.run_record import RECORD, check_folder, read_record
 from mintgym.types import Observation
@@ -125,7 +125,8 @@ async def play_step(agent: Agent, step: Mind2WebStep, viewport: tuple[int, int] 
         verdict, refused = None, f"step {step.key}: {err}"
     if frame is None:
         frame = getattr(getattr(agent, "frame", None), "spec", None)
-    return {**score.to_json(), "seeclick": verdict, "seeclick_refused": refused, "operation": op, "value": value, "click_view_xy": click,
+    return {**score.to_json(), "seeclick": verdict, "seeclick_refused": refused, "operation": op, "value": value,
+            "click_view_xy": click,
             "click_page_xy": None if click is None else [click[0], click[1] + top], "viewport_top": top,
             "image_size": list(size), "answers": answers, "frame": frame, "task": step.task, "domain": step.domain}
 
@@ -220,7 +221,8 @@ def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], o
 
     split = name.removeprefix("mind2web-").replace("-", "_")
     if split not in SPLITS:
-        raise ValueError(f"unknown Mind2Web suite {name!r}; known: {', '.join('mind2web-' + s.replace('_', '-') for s in SPLITS)}")
+        raise ValueError(f"unknown Mind2Web suite {name!r}; known: "
+                         f"{', '.join('mind2web-' + s.replace('_', '-') for s in SPLITS)}")
     options = parse_suite_options(Mind2WebOptions, suite_options, name)
     ranks = load_ranks(options.scores) if options.scores is not None else None
     results = run_split(iter_steps(data, split, ranks), make_agent, out, split, describe=describe,

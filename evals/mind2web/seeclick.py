@@ -29,8 +29,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from mintgym.evals.mind2web.metrics import op_f1
 from pydantic import BaseModel, ConfigDict
+
+from mintgym.evals.mind2web.metrics import op_f1
 
 ACTION_TYPES = {"CLICK": 4, "HOVER": 4, "ENTER": 4, "SELECT": 2, "TYPE": 3}
 PREDICTED_TYPES = {"CLICK": 4, "SELECT": 2, "TYPE": 3}

@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from mintgym.evals.online_mind2web.prompts import JudgePrompts
 from mintgym.evals.online_mind2web.results import read_result
 from mintgym.evals.online_mind2web.rules import (
@@ -33,8 +35,6 @@ from mintgym.evals.online_mind2web.rules import (
     rate_screenshot,
     select_screenshots,
 )
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from mintgym.inference.base import InferenceEngine
 from mintgym.inference.types import GenerationRequest, SamplingParams
 
@@ -145,7 +145,7 @@ class WebJudge:
         return Verdict(
             task_id=task_id, predicted_label=predicted_label(response), key_points=key_points,
             image_judge_record=[ImageJudgement(image=n, Response=a, Score=r.score)
-                                for n, a, r in zip(names, answers, ratings)],
+                                for n, a, r in zip(names, answers, ratings, strict=True)],
             kept_images=[names[i] for i in chosen.kept], input_text=text, response=response,
             prompts=p.label, judge=self.key())
 
@@ -182,7 +182,8 @@ def judge_results(results_root: str | Path, judge: WebJudge, out: str | Path | N
             try:
                 verdict = Verdict.model_validate_json(target.read_text())
             except ValidationError:
-                raise ValueError(f"{target} is not a verdict of this judge's format: remove it to judge again") from None
+                raise ValueError(f"{target} is not a verdict of this judge's format: "
+                                 "remove it to judge again") from None
             if verdict.judge != key:
                 raise ValueError(f"{target} was judged by another judge ({_differences(verdict.judge, key)}): "
                                  f"remove it or judge into another --out")

@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 
 from mintgym.environments.web.task import WebTask
 from mintgym.evals.online_mind2web.results import OnlineTask, write_result
-
 from mintgym.policy import Agent
 from mintgym.run_record import check_folder
 
@@ -141,7 +140,7 @@ async def _play_all(url: str, tasks: Sequence[OnlineTask], built: list[OnlineMin
     folders = []
     agent = make_agent()
     async with AsyncEnvClient(url, encoding="raw") as client:
-        for task, live in zip(tasks, built):
+        for task, live in zip(tasks, built, strict=True):
             folder = out / "results" / task.task_id
             if (folder / "result.json").is_file():
                 folders.append(folder)
@@ -178,7 +177,7 @@ def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], o
                        max_seconds=max_seconds, describe=describe, force=force)
     rows = [{"task_id": t.task_id, "level": t.level, "folder": str(f),
              "error": (f / "error.txt").read_text() if (f / "error.txt").is_file() else None}
-            for t, f in zip(tasks, folders)]
+            for t, f in zip(tasks, folders, strict=True)]
     (Path(out) / "results.json").write_text(json.dumps({"benchmark": name, "config": dict(describe or {}),
                                                          "tasks": rows}, indent=1))
     from mintgym.evals.screenspot.report import page, rows_to_html

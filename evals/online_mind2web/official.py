@@ -66,7 +66,7 @@ def _generate_defaults(utils: Path) -> dict[str, object]:
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "OpenaiEngine"):
         for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "generate"):
             args = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
-            return {a.arg: d.value for a, d in zip(args, fn.args.defaults) if isinstance(d, ast.Constant)}
+            return {a.arg: d.value for a, d in zip(args, fn.args.defaults, strict=True) if isinstance(d, ast.Constant)}
     return {}
 
 
@@ -74,7 +74,8 @@ def _commit(root: Path) -> str | None:
     """HEAD of the copy, "+modified" when the judge files differ from it; None outside git."""
     def git(*args: str) -> str | None:
         try:
-            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20, check=False)
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20,
+                                  check=False)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return done.stdout.strip() if done.returncode == 0 else None

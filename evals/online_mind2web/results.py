@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from mintgym.evals.screenspot.data import read_json
 from pydantic import BaseModel, ConfigDict
+
+from mintgym.evals.screenspot.data import read_json
 
 LEVELS = ("easy", "medium", "hard")
 
@@ -64,7 +65,6 @@ def load_tasks(path: str | Path) -> dict[str, OnlineTask]:
 def write_result(out: str | Path, task: OnlineTask, trajectory_dir: str | Path) -> Path:
     """``out/<task_id>/`` in the official result format, from a trajectory recorded by MintGym."""
     from mintgym.action_spaces.parser import render_action
-
     from mintgym.trajectory.store import load_trajectory
 
     src = Path(trajectory_dir)

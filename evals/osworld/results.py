@@ -79,7 +79,8 @@ def write_folders(out: Path, episodes: list[dict[str, Any]]) -> list[Path]:
 
 def _write_episode(source: Path, folder: Path, episode: dict[str, Any]) -> None:
     steps_file = source / "steps.jsonl"
-    steps = [json.loads(line) for line in steps_file.read_text().splitlines() if line.strip()] if steps_file.exists() else []
+    steps = [json.loads(line) for line in steps_file.read_text().splitlines()
+             if line.strip()] if steps_file.exists() else []
     meta = json.loads((source / "meta.json").read_text()) if (source / "meta.json").exists() else {}
     clock = float(meta.get("started") or 0.0)
     frames = []

@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from mintgym.action_spaces import DESKTOP, Click, Done, Tap
 from mintgym.action_spaces.errors import InvalidAction
 from mintgym.action_spaces.frames import CoordinateFrame, frame_from_name
 from mintgym.action_spaces.sets import ActionSet
+from mintgym.env.declarations import declaration
 from mintgym.evals.screenspot.data import GroundingSample, expand_pro, load_pro, load_screenspot
 from mintgym.evals.screenspot.options import ProOptions, SeeClickOptions
 from mintgym.evals.screenspot.scoring import breakdowns, classify, negative_verdict, normalized_point
 from mintgym.evals.suite_options import parse_suite_options
-
-from mintgym.env.declarations import declaration
 from mintgym.policy import Agent, AgentContext, AgentStep
 from mintgym.run_record import check_folder
 from mintgym.types import Observation
@@ -210,7 +210,8 @@ SUITE_VERSIONS = {"screenspot": "v1", "screenspot-v2": "v2", "screenspot-pro": "
 def run_suite(name: str, *, data: str | Path, make_agent: Callable[[], Agent], out: str | Path,
               describe: dict[str, Any] | None = None, concurrency: int = 1, force: bool = False,
               suite_options: dict[str, str] | None = None, **_: Any) -> str:
-    """``mintgym eval --suite screenspot[-v2|-pro] --data PATH [--suite-option KEY=VALUE]``: run it, return its tables."""
+    """``mintgym eval --suite screenspot[-v2|-pro] --data PATH [--suite-option KEY=VALUE]``: run it, return its
+    tables."""
     from mintgym.evals.screenspot.report import render_text
 
     if name not in SUITE_VERSIONS:

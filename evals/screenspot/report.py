@@ -24,7 +24,7 @@ def rows_to_text(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A plain-text table; floats are shown as percentages with one decimal."""
     cells = [list(header)] + [[_cell(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in cells]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths)] + lines[1:])
 
@@ -55,9 +55,11 @@ def tables(results: dict[str, Any]) -> list[tuple[str, Sequence[str], list[list[
     m = results["metrics"]
     out = []
     if "leaderboard_simple_style" in m:
-        out.append(("Per group (ScreenSpot-Pro leaderboard)", METRIC_HEADER, metric_rows(m["leaderboard_simple_style"])))
+        out.append(("Per group (ScreenSpot-Pro leaderboard)", METRIC_HEADER,
+                    metric_rows(m["leaderboard_simple_style"])))
         out.append(("Per application", METRIC_HEADER, metric_rows(m["leaderboard_detailed_style"])))
-        out.append(("Per platform, instruction style and ground truth", METRIC_HEADER, metric_rows(m["seeclick_style"])))
+        out.append(("Per platform, instruction style and ground truth", METRIC_HEADER,
+                    metric_rows(m["seeclick_style"])))
     if "split_table" in m:
         t = m["split_table"]
         cols = [k for k in t if k not in ("seeclick_average", "average", "wrong_format_num")]

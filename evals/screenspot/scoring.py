@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 CORRECT, WRONG, WRONG_FORMAT = "correct", "wrong", "wrong_format"
-CORRECTNESS = (CORRECT, WRONG, WRONG_FORMAT)
 #: The frames a model's numbers can be written in (mintgym.action_spaces.frames names).
 FRAME_KINDS = ("absolute", "resized_absolute", "normalized_1000", "relative")
 
@@ -75,7 +74,8 @@ def classify(point: Sequence[float] | None, bbox: Sequence[float], img_size: Seq
 
 
 def negative_verdict(result: str | None) -> str:
-    """A negative-ground-truth sample: ``correct`` when the model said the target is absent (eval_screenspot_pro.py:154-160)."""
+    """A negative-ground-truth sample: ``correct`` when the model said the target is absent
+    (eval_screenspot_pro.py:154-160)."""
     return CORRECT if result == "negative" else WRONG if result == "positive" else WRONG_FORMAT
 
 
@@ -174,7 +174,8 @@ def agreement(rescored: Sequence[dict[str, Any]]) -> tuple[int, list[int]]:
 
 
 def metrics(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The official per-list figures: counts, overall accuracy and text/icon accuracy (eval_screenspot_pro.py:112-134)."""
+    """The official per-list figures: counts, overall accuracy and text/icon accuracy
+    (eval_screenspot_pro.py:112-134)."""
     total = len(records)
 
     def acc(rows: list[dict[str, Any]]) -> float:
@@ -197,9 +198,9 @@ def _by(records: Sequence[dict[str, Any]], keys: Sequence[str], label: Sequence[
     values = [sorted({r.get(k) for r in records}, key=str) for k in keys]
     out = {}
     for combo in itertools.product(*values):
-        rows = [r for r in records if all(v is None or r.get(k) == v for k, v in zip(keys, combo))]
+        rows = [r for r in records if all(v is None or r.get(k) == v for k, v in zip(keys, combo, strict=True))]
         if rows:
-            out[" ".join(f"{name}:{v}" for name, v in zip(label, combo))] = metrics(rows)
+            out[" ".join(f"{name}:{v}" for name, v in zip(label, combo, strict=True))] = metrics(rows)
     return out
 
 

@@ -138,10 +138,6 @@ class Sample:
         return min(t.policy_version for t in self.turns) if self.turns else -1
 
     @property
-    def num_images(self) -> int:
-        return sum(len(t.images) for t in self.turns)
-
-    @property
     def seconds_after_first_answer(self) -> float | None:
         """Seconds from the episode's first model answer to its end (None where not recorded): environment
         time after the sampling that no schedule can overlap with training on this sample."""

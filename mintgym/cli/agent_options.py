@@ -22,10 +22,12 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 import typer
+
 
 @dataclass
 class AgentChoice:
@@ -33,14 +35,14 @@ class AgentChoice:
 
     agent: str = "scripted"
     agent_option: tuple[str, ...] = ()
-    engine: Optional[str] = None
-    model: Optional[str] = None
-    model_url: Optional[str] = None
-    api_key: Optional[str] = None
+    engine: str | None = None
+    model: str | None = None
+    model_url: str | None = None
+    api_key: str | None = None
     token_ids: str = "auto"
     frame: str = "absolute"
     history: int = 1
-    max_pixels: Optional[int] = None
+    max_pixels: int | None = None
     max_new_tokens: int = 256
     temperature: float = 0.0
     retries: int = 0
@@ -48,6 +50,8 @@ class AgentChoice:
     model_retries: int = 2
     model_option: tuple[str, ...] = ()
     packs: tuple[str, ...] = ()
+    #: The observation channels the agent is given (:mod:`mintgym.observe`).
+    observe: tuple[str, ...] = ("screenshot",)
 
 
 def _options(default_agent: str, model_url_aliases: tuple[str, ...]) -> dict[str, tuple[Any, Any]]:
@@ -59,17 +63,17 @@ def _options(default_agent: str, model_url_aliases: tuple[str, ...]) -> dict[str
                                              "`Bring your own agent` in the README)")),
         "agent_option": (list[str], o([], "--agent-option", help="KEY=VALUE keyword for the agent (JSON value; "
                                                                  "repeatable)")),
-        "engine": (Optional[str], o(None, help="hf | openai | vllm (default: openai with --model-url, else hf)")),
-        "model": (Optional[str], o(None, help="checkpoint path (hf, vllm) or model name (openai)")),
-        "model_url": (Optional[str], o(None, "--model-url", *model_url_aliases,
+        "engine": (str | None, o(None, help="hf | openai | vllm (default: openai with --model-url, else hf)")),
+        "model": (str | None, o(None, help="checkpoint path (hf, vllm) or model name (openai)")),
+        "model_url": (str | None, o(None, "--model-url", *model_url_aliases,
                                        help="an OpenAI-compatible model server, e.g. http://127.0.0.1:8001/v1")),
-        "api_key": (Optional[str], o(None, envvar="MINTGYM_MODEL_API_KEY", help="the model server's key")),
+        "api_key": (str | None, o(None, envvar="MINTGYM_MODEL_API_KEY", help="the model server's key")),
         "token_ids": (str, o("auto", help="openai: ask for token ids and logprobs: auto (drop them when the "
                                           "server refuses, saying so once) | on (a refusal is an error) | off")),
         "frame": (str, o("absolute", help="vlm: coordinate frame the model answers in (absolute, normalized_1000, "
                                           "relative, resized_absolute:WxH)")),
         "history": (int, o(1, min=1, help="vlm: screenshots shown (the current one and K-1 before it)")),
-        "max_pixels": (Optional[int], o(None, help="vlm: resize screenshots to at most this many pixels")),
+        "max_pixels": (int | None, o(None, help="vlm: resize screenshots to at most this many pixels")),
         "max_new_tokens": (int, o(256, min=1, help="vlm: most tokens per answer")),
         "temperature": (float, o(0.0, min=0.0, help="vlm: sampling temperature (0: greedy)")),
         "retries": (int, o(0, min=0, help="vlm: re-asks after an unparseable answer")),
@@ -81,6 +85,11 @@ def _options(default_agent: str, model_url_aliases: tuple[str, ...]) -> dict[str
                                       "sends one under another name (rename=max_tokens:max_completion_tokens), "
                                       "body.FIELD=VALUE adds a field (JSON value, else a string: "
                                       "body.reasoning_effort=low)")),
+        "observe": (list[str], o([], "--observe", help="what the agent is given, comma-separated or repeated: "
+                                 "screenshot (default), som (set-of-marks: numbered marks drawn on the screenshot, "
+                                 "a11y is their legend), a11y (the grounded accessibility listing), dom (the page's "
+                                 "pruned HTML), text (the domain's text output); each domain has some (web: all; "
+                                 "desktop: som, a11y, text; android: a11y, text; pytool: text)")),
         "packs": (list[str], o([], "--packs", help="a task pack to add: module:function returning tasks, a task "
                                                    "file (.yaml/.yml/.json) or a folder of them (docs/task-files.md),"
                                                    " or NAME=...; repeatable, also reaches env servers")),
@@ -105,6 +114,7 @@ def with_agent_options(default_agent: str = "scripted",
             values["agent_option"] = tuple(values["agent_option"])
             values["model_option"] = tuple(values["model_option"])
             values["packs"] = tuple(values["packs"])
+            values["observe"] = _observe(values["observe"])
             return command(agent_choice=AgentChoice(**values), **kwargs)
 
         params = own + added
@@ -129,6 +139,27 @@ class BuiltAgent:
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+
+
+def _observe(values: list[str]) -> tuple[str, ...]:
+    """``--observe`` values as channel names (the screenshot alone when none is given)."""
+    from mintgym import observe
+
+    if not values:
+        return observe.DEFAULT
+    try:
+        return observe.parse(values)
+    except ValueError as err:
+        raise fail(f"--observe: {err}") from None
+
+
+def check_observe(choice: AgentChoice, domains: Any) -> None:
+    """One ``error:`` line when a domain in ``domains`` lacks a channel ``--observe`` asks for."""
+    from mintgym.env import declarations
+
+    for domain in dict.fromkeys(domains):
+        if problem := declarations.unsupported_channels(domain, choice.observe):
+            raise fail(f"--observe: {problem}")
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -271,6 +302,8 @@ def agent_description(choice: AgentChoice, seed: int = 0) -> dict[str, Any]:
         describe["agent_options"] = options
     if choice.model_option:
         describe["model_options"] = model_options(choice.model_option)
+    if choice.observe != ("screenshot",):
+        describe["observe"] = list(choice.observe)
     return describe
 
 

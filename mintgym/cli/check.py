@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -59,8 +59,8 @@ def check(target: str = typer.Argument(..., help="a task id, an id prefix, a pac
           packs: list[str] = typer.Option([], "--packs", help="more task packs (module:function, or a task "
                                                               "file or folder); repeatable"),
           backend: str = typer.Option("local", help="runtime that starts the env server: local | docker | ray"),
-          base_url: Optional[str] = typer.Option(None, help="check against a running env server instead"),
-          token: Optional[str] = typer.Option(None, envvar="MINTGYM_TOKEN"),
+          base_url: str | None = typer.Option(None, help="check against a running env server instead"),
+          token: str | None = typer.Option(None, envvar="MINTGYM_TOKEN"),
           seed: int = typer.Option(0, help="seed of the resets")) -> None:
     """Check tasks for conformance (oracle scores 1, untouched state 0, gymnasium check_env, reset
     determinism where declared) and print a table; exit status 1 when a check fails."""
@@ -134,10 +134,11 @@ def _pack_tasks(pack: str) -> list[Any]:
     return found
 
 
-def check_one(task: Any, url: str, token: Optional[str], seed: int) -> TaskCheck:
+def check_one(task: Any, url: str, token: str | None, seed: int) -> TaskCheck:
     """Run every check of one task against the env server at ``url``."""
-    import mintgym
     from gymnasium.utils.env_checker import check_env
+
+    import mintgym
 
     row = TaskCheck(task.id)
     env = mintgym.make(task.id, base_url=url, token=token)
@@ -191,7 +192,8 @@ def _check_oracle(env: Any, task: Any, seed: int, row: TaskCheck) -> None:
     ok = reward == 1.0 and not errors
     row.cells["oracle=1"] = "ok" if ok else "FAIL"
     if not ok:
-        row.notes.append(f"oracle scored {reward} in {steps} steps" + (f"; invalid actions: {errors}" if errors else ""))
+        row.notes.append(f"oracle scored {reward} in {steps} steps"
+                         + (f"; invalid actions: {errors}" if errors else ""))
 
 
 def _check_determinism(env: Any, task: Any, seed: int, row: TaskCheck) -> None:
@@ -215,7 +217,7 @@ def render_table(rows: list[TaskCheck]) -> str:
     widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header) - 1)]
     lines = []
     for line in [header, *body]:
-        cells = [str(v).ljust(w) for v, w in zip(line, widths)]
+        cells = [str(v).ljust(w) for v, w in zip(line[:-1], widths, strict=True)]  # the notes stay unpadded
         lines.append("  ".join([*cells, str(line[-1])]).rstrip())
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

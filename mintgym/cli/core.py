@@ -7,11 +7,18 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from mintgym.cli.agent_options import AgentChoice, agent_description, build_agent, fail, use_packs, with_agent_options
+from mintgym.cli.agent_options import (
+    AgentChoice,
+    agent_description,
+    build_agent,
+    check_observe,
+    fail,
+    use_packs,
+    with_agent_options,
+)
 from mintgym.cli.declared_options import Declared, with_declared_options
 
 
@@ -97,7 +104,7 @@ def domain_unavailable(domain: str) -> str | None:
 
 
 @with_declared_options("tasks")
-def tasks(domain: Optional[str] = typer.Argument(None, help="a domain (pytool, web, ...) or an id prefix (miniwob)"),
+def tasks(domain: str | None = typer.Argument(None, help="a domain (pytool, web, ...) or an id prefix (miniwob)"),
           as_json: bool = typer.Option(False, "--json", help="one JSON object per task"),
           packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> None:
     """List tasks of a domain (or with an id prefix), with their instruction and availability."""
@@ -136,7 +143,7 @@ CLIENT_TOKEN_HELP = ("file holding the env server's bearer token; or set MINTGYM
                      "command line, where ps shows it to every local user)")
 
 
-def client_token(token_file: Optional[Path]) -> Optional[str]:
+def client_token(token_file: Path | None) -> str | None:
     """The bearer token a client sends: from ``--token-file``, else ``$MINTGYM_TOKEN``; one-line error."""
     if token_file is None:
         return os.environ.get("MINTGYM_TOKEN") or None
@@ -162,7 +169,7 @@ def _reason_kind(reason: str) -> str:
 def serve(domain: str = typer.Argument(..., help="the environment domain to serve"),
           host: str = typer.Option("127.0.0.1", help="bind address (off loopback a token is required)"),
           port: int = typer.Option(8000),
-          token_file: Optional[str] = typer.Option(
+          token_file: str | None = typer.Option(
               None, help="file holding the bearer token clients must send (mode 600); or set MINTGYM_TOKEN. "
                          "Never on the command line, where ps shows it"),
           request_timeout: float = typer.Option(60.0, help="seconds before an environment call is failed"),
@@ -197,7 +204,7 @@ def serve(domain: str = typer.Argument(..., help="the environment domain to serv
                    max_sessions=max_sessions, host_options=host_options, option_caps=max_option, log_level=log_level)
     except MintGymError as err:
         typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
 
 
 def _listening_socket(host: str, port: int) -> int:
@@ -235,8 +242,8 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
             force: bool = typer.Option(False, "--force", help="when --out holds another run's episodes, move them "
                                                               "aside to OUT.before-<timestamp> and start afresh"),
             backend: str = typer.Option("local", help="local | docker | ray"),
-            base_url: Optional[str] = typer.Option(None, help="use a running env server instead"),
-            token_file: Optional[Path] = typer.Option(None, "--token-file", help=CLIENT_TOKEN_HELP),
+            base_url: str | None = typer.Option(None, help="use a running env server instead"),
+            token_file: Path | None = typer.Option(None, "--token-file", help=CLIENT_TOKEN_HELP),
             agent_choice: AgentChoice = None) -> None:
     """Run episodes of one task with an agent and record their trajectories.
 
@@ -259,6 +266,7 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
     if not base_url and (problem := registration.forwarding_problem(task)):
         raise fail(problem)
     task = found.id  # the registered id, however it was spelled (short, long or unversioned)
+    check_observe(agent_choice, [domain])
     token = client_token(token_file)
     seeds = [seed + i for i in range(episodes)]
     key = {**agent_description(agent_choice, seed), "task": task, "seeds": seeds}
@@ -300,7 +308,7 @@ def rollout(task: str = typer.Option(..., "--task", help="task id, e.g. pytool/c
         if pending:
             with _server(domain, backend, base_url, token) as (url, tok):
                 trajs += asyncio.run(run_jobs(url, pending, built.make, concurrency=concurrency, run_dir=out,
-                                              token=tok, on_done=report))
+                                              token=tok, on_done=report, observe=agent_choice.observe))
     except KeyboardInterrupt:
         kept = sum(finished(out, job.key, retry_errors=True) is not None for job in jobs)
         typer.echo(f"interrupted: {kept} of {len(jobs)} episodes are recorded in {out} and kept; run the same "

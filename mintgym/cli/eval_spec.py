@@ -56,6 +56,9 @@ def check_choice(choice: AgentChoice, step: int | None) -> None:
     if choice.engine is not None:
         raise fail("the engine is the run config's with --config or a run folder: set engine.name=... instead of "
                    "--engine (or give --model-url for a server that serves the policy)")
+    if choice.observe != ("screenshot",):
+        raise fail("what the agent observes is the run config's with --config or a run folder: set "
+                   f"agent.observe=[{','.join(choice.observe)}] instead of --observe")
     if step is not None and choice.model is None:
         raise fail("--step picks a checkpoint of the run folder given as --model")
 

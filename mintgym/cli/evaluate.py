@@ -22,7 +22,15 @@ from typing import Any
 
 import typer
 
-from mintgym.cli.agent_options import AgentChoice, agent_description, build_agent, fail, use_packs, with_agent_options
+from mintgym.cli.agent_options import (
+    AgentChoice,
+    agent_description,
+    build_agent,
+    check_observe,
+    fail,
+    use_packs,
+    with_agent_options,
+)
 from mintgym.cli.core import CLIENT_TOKEN_HELP, client_token
 from mintgym.cli.declared_options import with_declared_options
 from mintgym.evals.stats import reason_of
@@ -111,6 +119,8 @@ def evaluate(
     suite_options = _suite_options(suite_option)
     if suite_options and data_harness is None:
         raise fail(f"--suite-option is for the data suites ({', '.join(DATA_HARNESSES)})")
+    if data_harness is not None and agent_choice.observe != ("screenshot",):
+        raise fail(f"--observe is for suites played on env servers; {suite} gives its harness's own input")
     use_packs(agent_choice.packs)
     try:
         benchmark = None if data_harness else resolve_suite(suite) if suite else benchmark_for_tasks(tasks.split(","))
@@ -121,9 +131,12 @@ def evaluate(
     urls = _env_urls(env_url)
     if benchmark is not None:
         benchmark = _skip_what_cannot_run(benchmark, urls, domain_unavailable)
+        check_observe(agent_choice, _domains(benchmark))
     config = EvalConfig(out=out, episodes=episodes, seed=seed, concurrency=concurrency, backend=backend,
-                        env_url=urls, token=client_token(token_file), max_seconds=max_seconds, retry_errors=retry_errors,
-                        progress=progress, describe=agent_description(agent_choice, seed), force=force)
+                        env_url=urls, token=client_token(token_file), max_seconds=max_seconds,
+                        retry_errors=retry_errors,
+                        progress=progress, describe=agent_description(agent_choice, seed), force=force,
+                        observe=agent_choice.observe)
     if benchmark is not None:  # the folder is checked before an engine or a server starts
         try:
             folder = eval_folder(benchmark, config)
@@ -271,6 +284,14 @@ def _skip_what_cannot_run(benchmark: Any, urls: Any, domain_unavailable: Any) ->
     return dataclasses.replace(benchmark, skipped=tuple(skipped.items()))
 
 
+def _domains(benchmark: Any) -> list[str]:
+    """The domains of the benchmark's tasks that will run (skipped ones left out)."""
+    from mintgym.env import registration
+
+    skipped = {task_id for task_id, _ in benchmark.skipped}
+    return [registration.task(t).domain for t in benchmark.task_ids if t not in skipped]
+
+
 def _run_data_suite(target: str, suite: str, *, engine: Any, **options: Any) -> None:
     import importlib
 
@@ -281,7 +302,7 @@ def _run_data_suite(target: str, suite: str, *, engine: Any, **options: Any) -> 
         typer.echo(getattr(importlib.import_module(module), name)(suite, **options))
     except (ValueError, OSError, MintGymError) as err:
         typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     finally:
         if engine is not None:
             engine.close()

@@ -139,14 +139,16 @@ def online_mind2web(
 
 @report_app.command("webjudge")
 def webjudge(
-    results: Path = typer.Option(..., help="a folder of <task_id>/ result folders (result.json v1 or v2 + trajectory/)"),
+    results: Path = typer.Option(..., help="a folder of <task_id>/ result folders "
+                                           "(result.json v1 or v2 + trajectory/)"),
     base_url: str = typer.Option(..., help="an OpenAI-compatible server, e.g. https://api.openai.com/v1"),
     webjudge_root: Path | None = typer.Option(None, envvar="MINTGYM_WEBJUDGE_ROOT",
                                               help="a local copy of OSU-NLP-Group/Online-Mind2Web: judge with the "
                                                    "authors' prompts, read from it"),
     mintgym_prompts: bool = typer.Option(False, "--mintgym-prompts",
                                          help="judge with MintGym's own wording instead (labelled as such)"),
-    model: str | None = typer.Option(None, help="the judge model (default: the server's first; the authors use o4-mini)"),
+    model: str | None = typer.Option(None,
+                                     help="the judge model (default: the server's first; the authors use o4-mini)"),
     api_key: str | None = typer.Option(None, envvar="MINTGYM_JUDGE_API_KEY", help="the server's key"),
     score_threshold: int = typer.Option(3, help="keep screenshots rated at least this (the authors' default 3)"),
     max_new_tokens: int | None = typer.Option(None, min=1, help="one token limit for every call (default: the "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -22,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
 def view(runs: list[Path] = typer.Argument(..., help="run folders (eval, rollout, a training run's episodes/) or "
                                                     "trajectory folders; several: also a comparison page"),
-         out: Optional[Path] = typer.Option(None, help="where the comparison of several runs goes "
+         out: Path | None = typer.Option(None, help="where the comparison of several runs goes "
                                                        "(default: the first run's folder)"),
          serve: bool = typer.Option(False, "--serve", help="serve the pages on 127.0.0.1 until Ctrl-C"),
          port: int = typer.Option(8765, min=0, max=65535, help="the --serve port (0: any free one)")) -> None:

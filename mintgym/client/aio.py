@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncio
-
 import aiohttp
 
 from mintgym.action_spaces import ActionModel
@@ -49,7 +47,7 @@ class AsyncEnvClient:
                                                trust_env=False)
         return self._http
 
-    async def session(self, side_channels: tuple[str, ...] = (), env_options: dict | None = None) -> "AsyncSession":
+    async def session(self, side_channels: tuple[str, ...] = (), env_options: dict | None = None) -> AsyncSession:
         resp = await self.request("POST", "/v1/sessions", {"side_channels": list(side_channels),
                                                            "env_options": env_options or {}})
         protocol.raise_for_error(resp)
@@ -73,7 +71,7 @@ class AsyncEnvClient:
             async with self._session().request(method, self.base_url + path, json=body) as resp:
                 content = await resp.read()
                 return HttpResponse(resp.status, {k.lower(): v for k, v in resp.headers.items()}, content)
-        except asyncio.TimeoutError as err:
+        except TimeoutError as err:
             raise ServerError(f"env server at {self.base_url} did not answer {method} {path} in time") from err
         except aiohttp.ClientError as err:
             raise ServerError(f"env server at {self.base_url} failed on {method} {path}: "
@@ -83,7 +81,7 @@ class AsyncEnvClient:
         if self._http is not None:
             await self._http.close()
 
-    async def __aenter__(self) -> "AsyncEnvClient":
+    async def __aenter__(self) -> AsyncEnvClient:
         return self
 
     async def __aexit__(self, *exc) -> None:

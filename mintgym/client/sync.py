@@ -12,7 +12,8 @@ when the session is created), and ``action_space.sample()`` gives actions the en
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 
@@ -111,11 +112,6 @@ class EnvClient(gym.Env):
         resp = self._post(f"/v1/sessions/{self.session_id}/oracle", {})
         protocol.raise_for_error(resp)
         return resp.json()["action"]
-
-    def spec_json(self) -> dict:
-        resp = self._http.request("GET", "/v1/spec")
-        protocol.raise_for_error(resp)
-        return resp.json()
 
     def _post(self, path: str, body: dict) -> HttpResponse:
         if self.session_id is None:

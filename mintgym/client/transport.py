@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.client
 import json as jsonlib
-import socket
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -77,7 +76,7 @@ class HttpTransport:
                     conn.close()
                     self._conn = None
                 return HttpResponse(resp.status, {k.lower(): v for k, v in resp.getheaders()}, content)
-            except (socket.timeout, TimeoutError) as err:
+            except TimeoutError as err:
                 self._drop()
                 raise ServerError(f"env server at {self.base_url} did not answer {method} {path} "
                                   f"within {self.timeout:.0f}s") from err

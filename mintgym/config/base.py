@@ -41,7 +41,7 @@ def tagged_union(key: str, default: str, *members: type[TaggedSection]) -> Any:
     def tag_of(given: Any) -> str:
         return str(given.get(key, default) if isinstance(given, dict) else getattr(given, key, default))
 
-    return Annotated[Union[tuple(Annotated[m, Tag(t)] for m, t in zip(members, tags))],  # noqa: UP007
+    return Annotated[Union[tuple(Annotated[m, Tag(t)] for m, t in zip(members, tags, strict=True))],  # noqa: UP007
                      Discriminator(tag_of, custom_error_type="unknown_kind",
                                    custom_error_message=f"{key} must be one of {', '.join(map(repr, tags))}")]
 

@@ -26,10 +26,12 @@ from typing import Any, Literal
 import pydantic
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from mintgym import observe as observation
 from mintgym.config.base import ConfigError, Section
 from mintgym.config.engine import EngineConfig, HFEngineConfig
 from mintgym.config.files import apply_overrides, read_yaml
 from mintgym.config.weights import RayWeights, WeightsConfig
+from mintgym.env import declarations
 from mintgym.plugin_options import check_options
 from mintgym.validation import one_line
 
@@ -60,6 +62,10 @@ class AgentConfig(Section):
     max_turns: int | None = Field(None, ge=1, description="Most env steps per episode (an invalid action's "
                                   "step and the answer agent's closing ``done()`` count): the env session "
                                   "truncates the episode there and scores its state (None: the task's limit).")
+    observe: list[str] = Field(["screenshot"], description="The observation channels the agent is given "
+                               "(``mintgym eval --observe`` takes the same): ``screenshot``, ``som`` "
+                               "(set-of-marks), ``a11y``, ``dom``, ``text`` (see mintgym.observe); each "
+                               "domain of ``envs`` must have them.")
 
     @field_validator("kind")
     @classmethod
@@ -68,6 +74,11 @@ class AgentConfig(Section):
             raise ValueError(f"{kind!r} does not sample from an inference engine (its class does not say "
                              "needs_engine), so there is nothing to train; use answer, vlm or an agent that does")
         return kind
+
+    @field_validator("observe")
+    @classmethod
+    def _known_channels(cls, observe: list[str]) -> list[str]:
+        return list(observation.parse(observe))
 
     @field_validator("options")
     @classmethod
@@ -199,8 +210,9 @@ class TrainConfig(Section):
     is_cap: float = Field(2.0, gt=0, description="The truncation cap C of ``truncated_is``; every step logs the "
                           "fraction of tokens whose ratio exceeds it (``is/capped_fraction``).")
     clip_eps: float = Field(0.2, gt=0, lt=1, description="The clip range of ``ppo_clip``.")
-    lr: float = Field(1e-5, gt=0, description="Adam learning rate (constant; a resume may change it: the "
-                      "optimizer then trains at this one, not the checkpoint's, and says so).")
+    lr: float = Field(1e-5, ge=0, description="Adam learning rate (constant; a resume may change it: the "
+                      "optimizer then trains at this one, not the checkpoint's, and says so). 0: the RL steps "
+                      "move no weight (the RL-free ablation of a warm-started run).")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient norm clip (None: no clipping).")
     precision: Literal["mixed", "pure"] = Field(
         "mixed", description="How a ``model.dtype`` below float32 trains: ``mixed`` keeps float32 master weights, "
@@ -265,6 +277,12 @@ class EvalConfig(Section):
                         "and the mean reward per domain in ``final_eval.json`` (0: no evaluation).")
     temperature: float | None = Field(None, ge=0, description="Sampling temperature of that evaluation (None: "
                                       "``rollout.temperature``; 0: greedy, the policy's best answer).")
+    every: int = Field(0, ge=0, description="The held-out curve (0: none): at step 0 of a fresh run (after the warm "
+                       "start), every this many steps and at the last, the trainer's weights play the first "
+                       "``every_groups`` held-out seeds of every task at ``temperature``; logged as ``eval/mean``, "
+                       "``eval/<domain>`` in the step's metrics and drawn on the reward curve.")
+    every_groups: int = Field(32, ge=1, description="Held-out seeds of every task the curve's evaluations play "
+                              "(the first this many of ``eval_seeds``, else of ``seeds``).")
 
 
 class WandbConfig(Section):
@@ -368,6 +386,9 @@ class RunConfig(Section):
             raise ValueError(f"tasks: each task id once (its weight repeats it), got {twice[:3]} more than once")
         if self.weights.transport == "vllm" and self.engine.name != "vllm":
             raise ValueError("weights.transport vllm is vLLM's own update path: it needs engine.name: vllm")
+        for domain in self.domains:
+            if problem := declarations.unsupported_channels(domain, self.agent.observe):
+                raise ValueError(f"agent.observe: {problem}")
         return self
 
     @model_validator(mode="after")

@@ -14,8 +14,9 @@ thread (``asyncio.to_thread``) or a subprocess.
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -57,9 +58,10 @@ class Environment(abc.ABC):
 
     async def start(self) -> None:
         """Acquire per-session resources (a browser context, a display). Called once before reset."""
+        return None  # an optional hook: nothing to do by default
 
     @abc.abstractmethod
-    async def reset(self, task: "Task", seed: int | None) -> None:
+    async def reset(self, task: Task, seed: int | None) -> None:
         """Bring the environment to a fresh state for ``task`` (the task's setup runs afterwards)."""
 
     @abc.abstractmethod
@@ -84,6 +86,7 @@ class Environment(abc.ABC):
 
     async def close(self) -> None:
         """Release everything; must be safe to call twice."""
+        return None  # an optional hook: nothing to do by default
 
     def describe(self) -> dict[str, Any]:
         """Facts for the server's spec (isolation level, app versions); JSON-serializable."""
@@ -97,6 +100,7 @@ class EnvironmentHost(abc.ABC):
 
     async def start(self) -> None:
         """Start shared resources (e.g. launch the browser). Called once when the server starts."""
+        return None  # an optional hook: nothing to do by default
 
     @abc.abstractmethod
     async def create(self, options: dict[str, Any]) -> Environment:
@@ -104,6 +108,7 @@ class EnvironmentHost(abc.ABC):
 
     async def stop(self) -> None:
         """Stop shared resources. Called once when the server shuts down."""
+        return None  # an optional hook: nothing to do by default
 
     async def healthy(self) -> bool:
         """False when the shared part (the browser process, the adb server) is gone."""
@@ -144,7 +149,7 @@ class Task(abc.ABC):
 
     domain: ClassVar[str]
 
-    async def setup(self, env: Environment, rng: "random.Random") -> str | None:
+    async def setup(self, env: Environment, rng: random.Random) -> str | None:
         """Lay the task's state on a freshly reset environment. May return the instruction."""
         return None
 
@@ -169,6 +174,7 @@ class Task(abc.ABC):
 
     async def teardown(self, env: Environment) -> None:
         """Undo anything setup did outside the environment (servers, files)."""
+        return None  # an optional hook: nothing to do by default
 
     def info(self) -> TaskInfo:
         return TaskInfo(self.id, self.domain, self.instruction, self.max_steps, self.family, tuple(self.tags),

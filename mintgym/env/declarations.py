@@ -5,7 +5,8 @@ A ``mintgym.declarations`` entry point names a :class:`Declaration` in a light m
 files, the line its screenshots get in agent prompts, why none of its tasks can run on this machine, and
 the command-line flags it adds to MintGym's commands. The core (task files, the CLI, the env server)
 reads these here, so a new domain or pack touches no core file. :func:`declare` adds one at run time,
-:func:`declaring` for the length of a ``with`` block (tests, notebooks). Session options are declared by the host itself (``EnvironmentHost.options_model``).
+:func:`declaring` for the length of a ``with`` block (tests, notebooks). Session options are declared by the
+host itself (``EnvironmentHost.options_model``).
 
 Nothing is imported until a declaration is asked for; a declaration module must stay cheap to import
 (no browser, no device, no VM tooling): it names heavier things as ``module:Class`` or imports them inside
@@ -79,6 +80,9 @@ class Declaration(BaseModel):
     probe_before_serving: bool = False
     #: Flags this domain or pack adds to the commands.
     options: tuple[CommandOption, ...] = ()
+    #: The side channels its sessions fill (:mod:`mintgym.observe`: ``som``, ``a11y``, ``dom``, ``text``);
+    #: asking for another is refused in one line. None: not declared, so nothing is checked.
+    channels: tuple[str, ...] | None = None
 
 
 _refs: dict[str, str | Declaration] = {}
@@ -160,6 +164,13 @@ def unavailable(domain: str) -> str | None:
     """Why no task of ``domain`` can run on this machine, as its declaration says, else None. Starts nothing."""
     check = declaration(domain).unavailable
     return check() if check is not None else None
+
+
+def unsupported_channels(domain: str, observe: Any) -> str | None:
+    """Why ``domain`` cannot give an agent the observation channels ``observe``, in one line, else None."""
+    from mintgym.observe import unsupported
+
+    return unsupported(observe, domain, declaration(domain).channels)
 
 
 def task_screen_size(domain: str, task: Any, session_size: tuple[int, int]) -> tuple[int, int]:

@@ -27,16 +27,19 @@ import sysconfig
 import time
 import traceback
 import uuid
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from mintgym.action_spaces import ActionModel, Done, InvalidAction, Zoom
+from mintgym.env import declarations
 from mintgym.env.core import Environment, Task
 from mintgym.errors import EpisodeStateError, MintGymError, TaskError, TaskUnavailable
-from mintgym.types import SIDE_CHANNELS, Observation
+from mintgym.observe import SIDE_CHANNELS
+from mintgym.types import Observation
 
 T = TypeVar("T")
 #: Frames of these folders are MintGym's, Python's or an installed library's: not shown as the task author's.
@@ -119,6 +122,8 @@ class Episode:
         unknown = set(side_channels) - set(SIDE_CHANNELS)
         if unknown:
             raise ValueError(f"unknown side channels {sorted(unknown)}; known: {', '.join(SIDE_CHANNELS)}")
+        if problem := declarations.unsupported_channels(env.domain, side_channels):
+            raise ValueError(problem)
         self.env = env
         self.side_channels = frozenset(side_channels)
         env.requested_channels = self.side_channels
@@ -129,7 +134,6 @@ class Episode:
         self.step_count = 0
         self.ended = False
         self.episode_id = ""
-        self.last_reward = 0.0
         #: Why the agent's own action ended this episode (None unless it did).
         self.fault: str | None = None
         self._oracle: AsyncIterator[ActionModel] | None = None
@@ -148,7 +152,6 @@ class Episode:
         self.max_steps = min(task.max_steps, max_steps) if max_steps else task.max_steps
         self.step_count = 0
         self.ended = False
-        self.last_reward = 0.0
         self.fault = None
         self._oracle = None
         self._zoom = None
@@ -219,7 +222,6 @@ class Episode:
         if terminated or truncated:
             reward = await self._score()
             self.ended = True
-            self.last_reward = reward
         obs = await self.observe(info.get("error"))
         extra = self.env.step_info()
         if extra:
@@ -230,7 +232,6 @@ class Episode:
     async def _end_by_fault(self, reason: str, info: dict[str, Any], started: float) -> StepOutcome:
         """End the episode as the agent's failure: reward 0, whatever the environment's state says."""
         self.ended = True
-        self.last_reward = 0.0
         self.fault = reason
         info.update(error=reason, failure=reason, agent_fault=True)
         try:

@@ -23,8 +23,8 @@ TaskId(domain='web', pack='mine', name='sign-up', version=2)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from mintgym.errors import RegistrationError
 

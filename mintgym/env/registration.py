@@ -28,9 +28,9 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Callable, Iterable
 
 from mintgym.env import taskfiles
 from mintgym.env.core import EnvironmentHost, Task
@@ -386,7 +386,8 @@ def task(task_id: str) -> Task:
     if len({id(t) for t in matches}) == 1:
         return matches[0]
     if matches:
-        raise RegistrationError(f"task id {task_id!r} is ambiguous: it names {', '.join(sorted(t.id for t in matches))}; "
+        raise RegistrationError(f"task id {task_id!r} is ambiguous: it names "
+                                f"{', '.join(sorted(t.id for t in matches))}; "
                                 "give the domain too")
     raise RegistrationError(f"unknown task id {task_id!r}{_missing_hint(task_id, table)}")
 
@@ -429,7 +430,8 @@ def _missing_hint(task_id: str, table: dict[str, Task]) -> str:
     known = spellings()
     close = difflib.get_close_matches(task_id, list(known), n=5)
     close = list(dict.fromkeys(known[c][0].id for c in close))
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; {len(table)} tasks are registered (see `mintgym tasks`)"
+    hint = (f"; did you mean {', '.join(close)}?" if close
+            else f"; {len(table)} tasks are registered (see `mintgym tasks`)")
     try:
         parsed = parse_id(task_id)
     except RegistrationError as err:

@@ -41,6 +41,7 @@ class InferenceEngine(ABC):
 
     def close(self) -> None:
         """Release clients, threads or GPU memory. Safe to call twice."""
+        return None  # an optional hook: nothing to hold by default
 
     def __enter__(self) -> Self:
         return self

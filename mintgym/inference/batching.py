@@ -128,7 +128,7 @@ class RequestBatcher:
                 # One bad request (a prompt over the context, say) fails the whole call: each request is sent
                 # again alone, so only its own caller gets the error, never the other episodes batched with it.
                 results = [await self._alone(p) for p in batch]
-            for p, result in zip(batch, results):
+            for p, result in zip(batch, results, strict=True):
                 if result is None:
                     continue
                 result.timings["queue"] = result.timings.get("queue", 0.0) + started - p.enqueued

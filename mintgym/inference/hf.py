@@ -82,7 +82,7 @@ class _RowSampler:
             self.logprobs[row].append(float(logp[token]))
             if p.top_logprobs:
                 values, ids = torch.topk(logp, min(p.top_logprobs, logp.numel()))
-                self.top[row].append([(int(i), float(v)) for i, v in zip(ids, values)])
+                self.top[row].append([(int(i), float(v)) for i, v in zip(ids, values, strict=True)])
             forced[row, token] = 0.0
             self._check_done(row, token, p)
         return forced
@@ -96,7 +96,8 @@ class _RowSampler:
         return int(torch.multinomial(probs, 1, generator=self.generators[row]))
 
     def _check_done(self, row: int, token: int, p: SamplingParams) -> None:
-        if token in self.eos_ids or p.stop and any(s in self.tokenizer.decode(self.tokens[row], skip_special_tokens=True) for s in p.stop):
+        if token in self.eos_ids or p.stop and any(
+                s in self.tokenizer.decode(self.tokens[row], skip_special_tokens=True) for s in p.stop):
             self.done[row], self.finish[row] = True, "stop"
         elif len(self.tokens[row]) >= p.max_new_tokens:
             self.done[row] = True
@@ -231,7 +232,7 @@ class HFEngine(InferenceEngine):
                                           f"room for a response in max_model_len={self.max_model_len}")
             params = [dataclasses.replace(p, max_new_tokens=min(p.max_new_tokens,
                                                                 self.max_model_len - len(row["prompt_ids"])))
-                      for p, row in zip(params, rows)]
+                      for p, row in zip(params, rows, strict=True)]
         seeds = [p.seed if p.seed is not None else int(self._seeds.integers(2**62)) for p in params]
         sampler = _RowSampler(params, seeds, set(self.eos_token_ids), self.tokenizer, self._suppressed)
         config = GenerationConfig(
@@ -246,7 +247,7 @@ class HFEngine(InferenceEngine):
         logprobs = sampler.logprobs
         if self.aligned_logprobs:
             seqs = [SequenceInput(row["prompt_ids"] + toks, len(row["prompt_ids"]), **row["images"])
-                    for row, toks in zip(rows, sampler.tokens)]
+                    for row, toks in zip(rows, sampler.tokens, strict=True)]
             with torch.no_grad():
                 recomputed = sequence_logprobs(self.model, seqs, temperature=[p.temperature for p in params],
                                                layout=self.logprob_layout)
@@ -255,7 +256,7 @@ class HFEngine(InferenceEngine):
         t_end = time.perf_counter()
         ttft = (sampler.first_token_at or t_gen) - t0
         out = []
-        for i, (req, row) in enumerate(zip(requests, rows)):
+        for i, (req, row) in enumerate(zip(requests, rows, strict=True)):
             out.append(Generation(
                 text=self._text(sampler.tokens[i], req.sampling.stop),
                 prompt_token_ids=row["prompt_ids"],

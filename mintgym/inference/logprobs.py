@@ -194,7 +194,7 @@ def _scores(model: Any, batch: Sequence[SequenceInput], temperature: float | Seq
         raise ValueError(f"got {len(temps)} temperatures for {len(batch)} sequences")
     scorer = model if isinstance(model, ResponseScorer) else ResponseScorer(model)
     if layout == "per_sequence":
-        return [scorer.score([seq], [t], entropy)[0] for seq, t in zip(batch, temps)]
+        return [scorer.score([seq], [t], entropy)[0] for seq, t in zip(batch, temps, strict=True)]
     if layout == "right_padded":
         return scorer.score(batch, temps, entropy)
     raise ValueError(f"layout must be 'per_sequence' or 'right_padded', got {layout!r}")
@@ -239,7 +239,7 @@ class ResponseScorer(torch.nn.Module):
         ids = torch.full((len(batch), length), pad, dtype=torch.long, device=device)
         mask = torch.zeros_like(ids)
         rows, cols, scale = [], [], []
-        for row, (seq, t) in enumerate(zip(batch, temps)):
+        for row, (seq, t) in enumerate(zip(batch, temps, strict=True)):
             ids[row, :len(seq.token_ids)] = torch.tensor(seq.token_ids, device=device)
             mask[row, :len(seq.token_ids)] = 1
             rows += [row] * seq.response_length
@@ -250,7 +250,7 @@ class ResponseScorer(torch.nn.Module):
                        **{k: v.to(device) for k, v in _images(batch).items()})
         sizes = [s.response_length for s in batch]
         ents = ent.split(sizes) if ent is not None else [None] * len(batch)
-        return list(zip(lp.split(sizes), ents))
+        return list(zip(lp.split(sizes), ents, strict=True))
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
                 temps: torch.Tensor, entropy: bool, **images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:

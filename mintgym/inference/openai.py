@@ -212,7 +212,7 @@ class OpenAIEngine(InferenceEngine):
                     return self._parse(data, request, time.perf_counter() - started)
 
             payloads = [self._payload(r) for r in requests]
-            return list(await asyncio.gather(*(one(r, p) for r, p in zip(requests, payloads))))
+            return list(await asyncio.gather(*(one(r, p) for r, p in zip(requests, payloads, strict=True))))
 
     def close(self) -> None:
         self._client.close()

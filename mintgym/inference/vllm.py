@@ -186,7 +186,7 @@ def parse_output(output: Any, request: GenerationRequest, version: int, timings:
     token_ids = list(completion.token_ids)
     logprobs = top = None
     if completion.logprobs is not None:
-        logprobs = [float(step[tok].logprob) for tok, step in zip(token_ids, completion.logprobs)]
+        logprobs = [float(step[tok].logprob) for tok, step in zip(token_ids, completion.logprobs, strict=True)]
         if request.sampling.top_logprobs:
             top = [sorted(((int(t), float(lp.logprob)) for t, lp in step.items()
                            if lp.rank is not None and lp.rank <= request.sampling.top_logprobs),
@@ -286,7 +286,7 @@ class VLLMEngine(InferenceEngine):
             version = self._version
         done = time.perf_counter()
         results = []
-        for output, request in zip(outputs, requests):
+        for output, request in zip(outputs, requests, strict=True):
             timings = {"queue": started - asked, "total": done - asked}
             metrics = getattr(output, "metrics", None)
             if metrics is not None and getattr(metrics, "first_token_latency", None) is not None:

@@ -74,9 +74,11 @@ def open_policy(cfg: RunConfig, model: str | None, model_url: str | None, concur
 
 
 def env_settings(cfg: RunConfig) -> dict[str, Any]:
-    """The run's session and host options per domain, as the harness's config takes them."""
+    """The run's session and host options per domain and its agent's observation channels, as the harness's
+    config takes them."""
     return {"env_options": {env.domain: env.session_options for env in cfg.envs if env.session_options},
-            "host_options": {env.domain: env.host_options for env in cfg.envs if env.host_options}}
+            "host_options": {env.domain: env.host_options for env in cfg.envs if env.host_options},
+            "observe": tuple(cfg.agent.observe)}
 
 
 def evaluate_policy(cfg: RunConfig, model: str | None, config: Any, *, benchmark: Any = None,
@@ -103,6 +105,48 @@ def evaluate_policy(cfg: RunConfig, model: str | None, config: Any, *, benchmark
         return run_eval(benchmark, agent_maker(cfg, sampler), config)
     finally:
         sampler.close()
+
+
+def held_out_point(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, list[str]]) -> dict[str, float]:
+    """One point of the held-out curve (``eval.every``): ``model`` (the trainer's weights, in this process) plays
+    one episode on each of the first ``eval.every_groups`` held-out seeds of every task with the run's agent at
+    the eval temperature, on the run's env servers (``env_urls``: a domain's first). Nothing is written; returns
+    ``eval/mean`` (over every episode that ended), ``eval/<domain>``, ``eval/episodes``, ``eval/failed`` (errors
+    and timeouts, left out of the means) and ``time/eval`` (seconds)."""
+    import asyncio
+    import time
+
+    from mintgym.rollout.engines import open_engine
+    from mintgym.rollout.runner import EpisodeJob, run_jobs
+
+    started = time.monotonic()
+    domain_of = {task.id: task.domain for task in cfg.tasks}
+    options = {env.domain: env.session_options for env in cfg.envs if env.session_options}
+    concurrency = max(1, cfg.rollout.group_size * cfg.rollout.groups_in_flight)
+    _, sampler = open_engine("hf", batch=min(concurrency, cfg.engine.options.max_batch_size), model=model,
+                             processor=processor, aligned_logprobs=False)
+    rewards: dict[str, list[float]] = {}
+    failed = 0
+    try:
+        for task_id, seeds in held_out_suite(cfg, per_task=cfg.eval.every_groups).task_seeds:
+            domain = domain_of[task_id]
+            jobs = [EpisodeJob(task_id, seed, key=f"{task_id}-{seed}") for seed in seeds]
+            played = asyncio.run(run_jobs(env_urls[domain][0], jobs, agent_maker(cfg, sampler),
+                                          concurrency=concurrency, max_seconds=cfg.rollout.episode_timeout,
+                                          max_steps=cfg.agent.max_turns, env_options=options.get(domain),
+                                          observe=tuple(cfg.agent.observe)))
+            for traj in played:
+                if traj.status in ("error", "timeout"):
+                    failed += 1
+                else:
+                    rewards.setdefault(domain, []).append(float(traj.total_reward))
+    finally:
+        sampler.close()
+    every = [r for domain_rewards in rewards.values() for r in domain_rewards]
+    metrics = {f"eval/{domain}": sum(r) / len(r) for domain, r in rewards.items()}
+    metrics.update({"eval/mean": sum(every) / len(every) if every else math.nan, "eval/episodes": float(len(every)),
+                    "eval/failed": float(failed), "time/eval": time.monotonic() - started})
+    return metrics
 
 
 def summary(results: dict[str, Any], version: int | None, checkpoint: Path, temperature: float) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from mintgym.config import RunConfig
 from mintgym.errors import MintGymError
 from mintgym.rl import wiring
 from mintgym.rl.components import Run
-from mintgym.rl.evaluate import FINAL_EVAL_DIR, evaluate_policy, summary, temperature_of
+from mintgym.rl.evaluate import FINAL_EVAL_DIR, evaluate_policy, held_out_point, summary, temperature_of
 from mintgym.rl.lockstep import Ranks
 from mintgym.rl.run_folder import open_run_folder
 from mintgym.trainer.ckpt import latest_checkpoint
@@ -69,6 +69,8 @@ class RunResult:
     finished: bool = False
     #: The last checkpoint this call wrote (None when it wrote none).
     checkpoint: Path | None = None
+    #: ``eval.every``: the held-out curve's points of this call, each ``{"step": k, "eval/mean": ...}``.
+    curve: list[dict[str, float]] = field(default_factory=list)
 
     def mean_reward(self, first: bool, k: int = 3) -> float:
         rows = [h["reward/mean"] for h in self.history if not math.isnan(h.get("reward/mean", math.nan))]
@@ -90,6 +92,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, max_steps: int | None = Non
             f"nothing to do (raise train.steps, e.g. --steps {done + cfg.train.steps}, to train further)")
         return RunResult(out, done, resumed_from=done, finished=True)
     wiring.preflight(cfg, out)
+    if cfg.eval.every and ranks is not None:
+        raise MintGymError("eval.every: the held-out curve runs the trainer's model in one process, which a learner "
+                           "sharded under torchrun does not hold; set eval.every: 0 (the final eval still runs)")
     open_run_folder(cfg, out, log)
     t_start = time.monotonic()
     before = wiring.interrupt_on_sigterm()
@@ -127,9 +132,12 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
     interrupted = False
     try:
         # -- the steps ---------------------------------------------------------------------------------
+        end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
+        if cfg.eval.every and run.step == 0:  # the warm start's level, before the workers compete for the CPU
+            point = _held_out_point(run, 0, result, log)
+            logger.write(0, point)
         if tc.mode == "async":
             run.start_workers()
-        end = tc.steps if max_steps is None else min(tc.steps, run.step + max_steps)
         log(f"started in {clock(time.monotonic() - t_start)}; warming up: step {run.step + 1} waits for the "
             f"workers' first {tc.groups_per_step} group(s) (the ETA shows from step {run.step + 1 + ETA_STEPS} on)")
         first_step, t_warm = run.step, None
@@ -151,7 +159,8 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
                     run.sync.check()
             elapsed = time.monotonic() - t0
             metrics.update({"time/step": elapsed, "time/wait_batch": t_batch - t0,
-                            "time/train": time.monotonic() - t_batch, "time/learner": learner_s + time.monotonic() - t_batch,
+                            "time/train": time.monotonic() - t_batch,
+                            "time/learner": learner_s + time.monotonic() - t_batch,
                             "throughput/samples_per_s": metrics.get("samples", 0.0) / max(elapsed, 1e-9),
                             "version": float(run.learner.version)})
             stats = ray.get(run.buffer.stats.remote())
@@ -161,6 +170,8 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
             metrics["env/server_restarts"] = float(run.server_restarts)
             episodes = run.episode_report()
             metrics.update(episodes.metrics())
+            if cfg.eval.every and (run.step % cfg.eval.every == 0 or run.step == end):
+                metrics.update(_held_out_point(run, run.step, result, log))
             result.history.append(metrics)
             logger.write(run.step, metrics)
             every = cfg.log.sample_episodes_every
@@ -220,6 +231,16 @@ def eta(since: float | None, steps_since: int, left: int) -> float | None:
     if since is None or steps_since < ETA_STEPS:
         return None
     return (time.monotonic() - since) / steps_since * left
+
+
+def _held_out_point(run: Run, step: int, result: RunResult, log: Callable[[str], None]) -> dict[str, float]:
+    """The held-out curve's point after ``step`` (:func:`mintgym.rl.evaluate.held_out_point`), kept in
+    ``result.curve`` and logged on the console."""
+    point = held_out_point(run.cfg, run.learner.model, run.learner.processor, run.env_urls)
+    result.curve.append({"step": float(step), **point})
+    log(f"held-out eval after step {step}: {point['eval/mean']:.3f} on {point['eval/episodes']:.0f} episodes"
+        + (f" ({point['eval/failed']:.0f} failed)" if point["eval/failed"] else "") + f" in {point['time/eval']:.1f} s")
+    return point
 
 
 def _final_eval(run: Run, out: Path, log: Callable[[str], None]) -> dict[str, Any]:

@@ -34,7 +34,8 @@ def is_fixed(key: str) -> bool:
 def _inert(key: str, before: dict[str, Any], after: dict[str, Any]) -> bool:
     """Whether ``key`` cannot change what the run trains: a warm start's settings when neither config warm-starts
     (a record of 0 warm-start steps written when ``warm_start.lr`` defaulted to 1e-3 resumes as it did)."""
-    return key.startswith("warm_start.") and not before["warm_start"].get("steps") and not after["warm_start"].get("steps")
+    return (key.startswith("warm_start.") and not before["warm_start"].get("steps")
+            and not after["warm_start"].get("steps"))
 
 
 def saved_config(out: Path) -> dict[str, Any] | None:

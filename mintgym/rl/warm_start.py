@@ -57,7 +57,8 @@ def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
             + ("oracle_seeds" if task.oracle_seeds else "training seeds")
             + (f" ({len(done)} played before)" if done else ""))
         done += asyncio.run(run_jobs(env_urls[task.domain][0], todo, lambda: make_agent("scripted"), concurrency=2,
-                                     run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout)) if todo else []
+                                     run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout,
+                                     observe=tuple(cfg.agent.observe))) if todo else []
         successes[task.id] = sum(t.success for t in done)
         if not successes[task.id]:
             raise MintGymError(f"warm_start.oracle: the oracle of {task.id} solved none of its {len(jobs)} "
@@ -83,7 +84,7 @@ def check_dataset(cfg: RunConfig) -> str | None:
     if "seed" not in dataset.column_names:
         return (f"warm start: {path} has no seed column (exported before it had one), so it cannot be checked "
                 "against the tasks' held-out eval_seeds; export it again to have it checked")
-    leaked = sorted({(task_id, seed) for task_id, seed in zip(dataset["task_id"], dataset["seed"])
+    leaked = sorted({(task_id, seed) for task_id, seed in zip(dataset["task_id"], dataset["seed"], strict=True)
                      if seed in held_out.get(task_id, ())})
     if leaked:
         shown = ", ".join(f"{task_id} seed {seed}" for task_id, seed in leaked[:5])

@@ -25,6 +25,7 @@ from pathlib import Path
 from mintgym.action_spaces import action_set_for
 from mintgym.client.aio import AsyncSession
 from mintgym.errors import ContextOverflow, MintGymError, ServerError
+from mintgym.observe import TEXT_CHANNELS
 from mintgym.policy import Agent, AgentContext
 from mintgym.runtime.pool import NO_SESSION, EnvPool
 from mintgym.trajectory.store import TrajectoryWriter
@@ -57,19 +58,21 @@ def _status_for(reward: float, info: dict) -> str:
 async def run_episode(session: AsyncSession, agent: Agent, task_id: str, *, seed: int | None = None,
                       run_dir: str | Path | None = None, max_seconds: float | None = None,
                       group_id: str | None = None, trajectory_id: str | None = None,
-                      started: tuple[Observation, dict] | None = None) -> Trajectory:
+                      started: tuple[Observation, dict] | None = None,
+                      observe: tuple[str, ...] = ("screenshot",)) -> Trajectory:
     """Play one episode and return its trajectory (written under ``run_dir`` when given).
 
     ``started``: the (observation, info) of a reset already done for this episode (an EnvPool's).
+    ``observe``: the observation channels the agent is given (:mod:`mintgym.observe`; the session fills them).
     """
     traj = Trajectory(id=trajectory_id or f"{task_id.replace('/', '__')}-{seed}-{uuid.uuid4().hex[:8]}",
                       task_id=task_id, domain="", instruction="", agent=agent.name, seed=seed,
-                      started=time.time(), group_id=group_id)
+                      started=time.time(), group_id=group_id, observe=list(observe))
     recorder = _Recorder(run_dir, traj)
     try:
         coro = _play(session, agent, task_id, seed, traj, recorder, started)
         await (asyncio.wait_for(coro, max_seconds) if max_seconds else coro)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         traj.status, traj.error = "timeout", f"episode exceeded its budget of {max_seconds:.0f}s"
         traj.extra["fault"] = "timeout"
         traj.extra["timeout_in"] = recorder.waiting_on
@@ -108,19 +111,25 @@ async def play_pooled(pool: EnvPool, agent: Agent, task_id: str, seed: int | Non
         now = time.time()
         traj = Trajectory(id=trajectory_id, task_id=task_id, domain="", instruction="", agent=agent.name, seed=seed,
                           status="error", error=f"reset failed: {type(err).__name__}: {err}", started=now,
-                          ended=now, group_id=group_id, extra={"fault": "reset"})
+                          ended=now, group_id=group_id, extra={"fault": "reset"}, observe=list(pool.observe))
         if run_dir is not None:
             TrajectoryWriter(run_dir, traj).close()
         return traj
     try:
         traj = await run_episode(prepared.session, agent, task_id, seed=seed, run_dir=run_dir,
                                  max_seconds=max_seconds, group_id=group_id, trajectory_id=trajectory_id,
-                                 started=(prepared.observation, prepared.info))
+                                 started=(prepared.observation, prepared.info), observe=pool.observe)
     except BaseException:  # cancelled, or an error no episode ending covers: the session's state is unknown
         await asyncio.shield(pool.retire(prepared.session))
         raise
     await asyncio.shield(pool.finish(prepared.session, traj.extra.get("fault")))
     return traj
+
+
+def observed_channels(obs: Observation) -> dict[str, str] | None:
+    """The text channels an observation carries (a11y, dom, text), for the step's record; None if none."""
+    found = {name: value for name in TEXT_CHANNELS if (value := getattr(obs, name)) is not None}
+    return found or None
 
 
 class _AgentFailed(Exception):
@@ -159,7 +168,7 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
     context = AgentContext(task_id=task_id, domain=obs.domain, instruction=obs.instruction,
                            action_set=action_set_for(session.action_set), screen_size=obs.screen_size,
                            max_steps=int(info.get("max_steps", 0)), seed=seed, oracle=session.oracle_action,
-                           screen_hint=session.screen_hint)
+                           screen_hint=session.screen_hint, observe=tuple(traj.observe))
     recorder.waiting_on = "agent"
     await _ask(agent, agent.start(context))
     reward = 0.0
@@ -183,6 +192,7 @@ async def _play(session: AsyncSession, agent: Agent, task_id: str, seed: int | N
             timings={"agent": t_agent, "env": float(result.info.get("step_seconds", 0.0)),
                      "total": time.perf_counter() - t0},
             extra=decision.extra, messages=decision.messages, output=result.observation.text,
+            channels=observed_channels(obs),
         )
         if writer is not None:
             writer.step(record)

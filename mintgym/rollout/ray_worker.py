@@ -210,7 +210,7 @@ class RolloutWorker:
             clients = [AsyncEnvClient(url, encoding="raw") for url in urls]
             self.clients += clients
             self.pools[domain] = await EnvPool(clients, size, env_options=run.env_for(domain).session_options,
-                                              max_steps=run.agent.max_turns).start()
+                                              max_steps=run.agent.max_turns, observe=tuple(run.agent.observe)).start()
         await self.buffer.register_worker.remote(self.spec.worker_id)
         await self.refresh_weights()
         self._ready = True
@@ -283,7 +283,8 @@ class RolloutWorker:
 
         self.spec = dataclasses.replace(self.spec, env_urls=env_urls)  # what a setup still to come uses
         for domain, pool in self.pools.items():
-            for old, url in zip(list(pool.clients), env_urls.get(domain, [])):
+            # a domain the new list leaves out keeps its servers (strict=False: no URLs, no replacement)
+            for old, url in zip(list(pool.clients), env_urls.get(domain, []), strict=False):
                 if old.base_url != url.rstrip("/"):
                     new = AsyncEnvClient(url, encoding="raw")
                     self.clients.append(new)

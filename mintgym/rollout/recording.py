@@ -57,7 +57,7 @@ class RecordingEngine(InferenceEngine):
             requests = [dataclasses.replace(r, priority=priority) for r in requests]
         out = await self.inner.agenerate(requests)
         answered = time.time()
-        for req, gen in zip(requests, out):
+        for req, gen in zip(requests, out, strict=True):
             self.calls.append(_Call(self._step, _images_of(req.messages), gen, req.sampling.temperature, answered))
         return out
 

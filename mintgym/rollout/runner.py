@@ -9,9 +9,10 @@ trajectory. A failed episode is reported with its reason, never dropped.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mintgym.client.aio import AsyncEnvClient
 from mintgym.policy import Agent
@@ -32,9 +33,11 @@ async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[
                    concurrency: int = 1, run_dir: str | Path | None = None, token: str | None = None,
                    encoding: str = "raw", max_seconds: float | None = None, max_steps: int | None = None,
                    on_done: Callable[[EpisodeJob, Trajectory], None] | None = None,
-                   env_options: dict[str, Any] | None = None) -> list[Trajectory]:
+                   env_options: dict[str, Any] | None = None,
+                   observe: tuple[str, ...] = ("screenshot",)) -> list[Trajectory]:
     """Play ``jobs`` on the env server at ``base_url``, ``concurrency`` at once, each in a session with
-    ``env_options``; each episode recorded under ``run_dir`` and handed to ``on_done`` as it ends."""
+    ``env_options`` filling the channels ``observe`` gives the agent (:mod:`mintgym.observe`); each episode
+    recorded under ``run_dir`` and handed to ``on_done`` as it ends."""
     if not jobs:
         return []
     concurrency = max(1, min(concurrency, len(jobs)))
@@ -42,7 +45,7 @@ async def run_jobs(base_url: str, jobs: list[EpisodeJob], make_agent: Callable[[
     results: list[Trajectory] = []
     async with AsyncEnvClient(base_url, token=token, encoding=encoding) as client:
         pool = await EnvPool(client, concurrency + (1 if len(jobs) > concurrency else 0), max_steps=max_steps,
-                             env_options=env_options).start()
+                             env_options=env_options, observe=observe).start()
 
         async def worker() -> None:
             agent = make_agent()

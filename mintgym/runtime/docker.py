@@ -157,7 +157,8 @@ class DockerProvider(Provider):
         host_options = options.pop("host_options", {}) or {}
         request_timeout = options.pop("request_timeout", self.config.request_timeout)
         if options:
-            raise ValueError(f"unknown docker start option(s) {sorted(options)}; known: image, host_options, request_timeout")
+            raise ValueError(f"unknown docker start option(s) {sorted(options)}; known: image, host_options, "
+                             "request_timeout")
         self.ensure_image(image)
         cfg = self.config
         if cfg.network == "bridge" and not token:
@@ -208,7 +209,8 @@ class DockerProvider(Provider):
         try:
             wait_for_health(handle, timeout, alive=lambda: self.alive(handle))
         except BackendError as err:
-            raise BackendError(f"{err}\n--- container log ({handle.extra.get('name')}) ---\n{self.logs(handle)}") from None
+            raise BackendError(f"{err}\n--- container log ({handle.extra.get('name')}) ---\n"
+                               f"{self.logs(handle)}") from None
 
     def alive(self, handle: ServerHandle) -> bool:
         from docker.errors import NotFound
@@ -297,7 +299,8 @@ class DockerProvider(Provider):
         return reap(self.client)
 
 
-def pack_mounts(forwards: list[registration.PackForward], unforwarded: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+def pack_mounts(forwards: list[registration.PackForward],
+                unforwarded: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """(read-only mounts host path -> container path, environment) that give a container's env server the
     packs ``forwards`` (see :func:`mintgym.env.registration.pack_forwards`)."""
     volumes: dict[str, str] = {}
@@ -328,7 +331,8 @@ def pack_mounts(forwards: list[registration.PackForward], unforwarded: dict[str,
 
 
 def connect(docker_host: str | None = None):
-    """A Docker SDK client for ``docker_host`` (or DOCKER_HOST / Docker's default), with a clear error if unreachable."""
+    """A Docker SDK client for ``docker_host`` (or DOCKER_HOST / Docker's default), with a clear error if
+    unreachable."""
     import docker
     from docker.errors import DockerException
 

@@ -1,7 +1,8 @@
 """Layer 3: the ``local`` provider -- the env server as a subprocess of this process (the default).
 
 The parent binds 127.0.0.1 on a free port and hands the listening socket to the child (no port race).
-The child runs in its own process group, exits by itself when the parent dies (it polls its parent), and ``stop`` ends the whole group, so no server or browser outlives its owner.
+The child runs in its own process group, exits by itself when the parent dies (it polls its parent), and
+``stop`` ends the whole group, so no server or browser outlives its owner.
 Bound off loopback (``LocalProvider(bind="0.0.0.0")``) a server always has a token: a fresh random one when
 none is given (it is in the returned handle). The token reaches the child in its environment, never on its
 command line.
@@ -52,7 +53,8 @@ class LocalProvider(Provider):
         port = listener.getsockname()[1]
         log = tempfile.NamedTemporaryFile(prefix=f"mintgym-{domain}-{port}-", suffix=".log", delete=False)
         cmd = [self.python, "-m", "mintgym.server", domain, "--fd", str(listener.fileno()),
-               "--parent-pid", str(os.getpid()), "--request-timeout", str(options.pop("request_timeout", self.request_timeout)),
+               "--parent-pid", str(os.getpid()), "--request-timeout",
+               str(options.pop("request_timeout", self.request_timeout)),
                "--host-options", json.dumps(options.pop("host_options", {}))]
         for name, cap in dict(options.pop("max_options", {})).items():
             cmd += ["--max-option", f"{name}={cap}"]
@@ -84,7 +86,8 @@ class LocalProvider(Provider):
         try:
             wait_for_health(handle, timeout, alive=lambda: self.alive(handle))
         except BackendError as err:
-            raise BackendError(f"{err}\n--- server log ({handle.extra.get('log')}) ---\n{self.log_tail(handle)}") from None
+            raise BackendError(f"{err}\n--- server log ({handle.extra.get('log')}) ---\n"
+                               f"{self.log_tail(handle)}") from None
 
     def alive(self, handle: ServerHandle) -> bool:
         proc = self._procs.get(handle.ident)

@@ -20,6 +20,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mintgym import observe as observation
 from mintgym.client.aio import AsyncEnvClient, AsyncSession
 from mintgym.errors import MintGymError, ServerError, first_line
 from mintgym.types import Observation
@@ -41,7 +42,8 @@ NO_SESSION = "no_session"
 
 class EnvPool:
     def __init__(self, client: AsyncEnvClient | Sequence[AsyncEnvClient], size: int,
-                 side_channels: tuple[str, ...] = (), env_options: dict | None = None, max_steps: int | None = None):
+                 observe: tuple[str, ...] = observation.DEFAULT, env_options: dict | None = None,
+                 max_steps: int | None = None):
         if size < 1:
             raise ValueError(f"an EnvPool needs at least one session, got size={size}")
         #: The servers' clients; session i of ``start`` opens on ``clients[i % len(clients)]``.
@@ -49,7 +51,10 @@ class EnvPool:
         if not self.clients:
             raise ValueError("an EnvPool needs at least one server's client, got none")
         self.size = size
-        self.side_channels = side_channels
+        #: The observation channels the agents playing on this pool are given (:mod:`mintgym.observe`)...
+        self.observe = tuple(observe)
+        #: ... and the side channels its sessions fill for them.
+        self.side_channels = observation.session_channels(self.observe)
         self.env_options = env_options or {}
         #: A step cap for every episode of the pool (below each task's own limit; reaching it truncates).
         self.max_steps = max_steps

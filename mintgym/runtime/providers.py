@@ -58,7 +58,8 @@ def wait_for_health(handle: ServerHandle, timeout: float, alive=lambda: True) ->
     with httpx.Client(timeout=2.0, headers=headers, trust_env=False) as client:
         while time.monotonic() < deadline:
             if not alive():
-                raise BackendError(f"env server for {handle.domain!r} ({handle.ident}) exited before it was ready: {last}")
+                raise BackendError(f"env server for {handle.domain!r} ({handle.ident}) exited before it was ready: "
+                                   f"{last}")
             try:
                 resp = client.get(f"{handle.base_url}/v1/health")
                 if resp.status_code == 200:

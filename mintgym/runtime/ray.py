@@ -48,7 +48,8 @@ NAMESPACE = "mintgym"
 MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 
 
-def pack_bundles(forwards: list[registration.PackForward], unforwarded: dict[str, str]) -> tuple[list[dict], dict[str, str]]:
+def pack_bundles(forwards: list[registration.PackForward],
+                 unforwarded: dict[str, str]) -> tuple[list[dict], dict[str, str]]:
     """Each forwardable pack as ``{"pack", "ref", "files": {relative path: bytes}, "module": bool}`` (a task
     file's ref relative to its files' folder), plus the packs that cannot be carried -> why."""
     bundles: list[dict] = []
@@ -107,7 +108,8 @@ def unpack_bundles(bundles: list[dict], unforwarded: dict[str, str], folder: str
     if packs:
         env[registration.PACKS_ENV] = json.dumps(packs)
     if pythonpath:
-        env["PYTHONPATH"] = os.pathsep.join(pythonpath + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env["PYTHONPATH"] = os.pathsep.join(pythonpath
+                                            + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     if unforwarded:
         env[registration.UNFORWARDED_ENV] = json.dumps(unforwarded)
     return env

@@ -1,9 +1,10 @@
 """Layer 3: a gymnasium vector env over N sessions of one task on one env server, stepped in one request.
 
-``MintVectorEnv("miniwob/click-test", 8)`` (or ``gymnasium.make_vec("mintgym/miniwob.click-test", 8)``) starts one env server (or uses ``base_url=``), opens N sessions on it, and sends each
-``step`` as one ``POST /v1/batch``: the server steps the N sessions concurrently and answers every frame in one
-batch envelope (:mod:`mintgym.wire`). A ``gymnasium.vector.SyncVectorEnv`` over ``mintgym.make`` makes N round
-trips per step instead (``benchmarks/vector_env.py`` compares them).
+``MintVectorEnv("miniwob/click-test", 8)`` (or ``gymnasium.make_vec("mintgym/miniwob.click-test", 8)``) starts one env
+server (or uses ``base_url=``), opens N sessions on it, and sends each ``step`` as one ``POST /v1/batch``: the server
+steps the N sessions concurrently and answers every frame in one batch envelope (:mod:`mintgym.wire`). A
+``gymnasium.vector.SyncVectorEnv`` over ``mintgym.make`` makes N round trips per step instead
+(``benchmarks/vector_env.py`` compares them).
 
 Autoreset follows gymnasium 1.x (``metadata["autoreset_mode"]``, chosen with ``autoreset_mode=``):
 
@@ -58,7 +59,8 @@ class MintVectorEnv(VectorEnv):
             raise ValueError(f"max_episode_steps is at least 1, got {max_episode_steps}")
         self.domain, task = resolve_runnable(task_id, backend, base_url)
         if task is None:
-            raise ValueError(f"{task_id!r} is a domain; a vector env runs one task (e.g. '{self.domain}/<pack>/<name>')")
+            raise ValueError(f"{task_id!r} is a domain; a vector env runs one task "
+                             f"(e.g. '{self.domain}/<pack>/<name>')")
         self.task_id = task.id
         self.num_envs = num_envs
         self.side_channels = tuple(side_channels)
@@ -116,7 +118,7 @@ class MintVectorEnv(VectorEnv):
         elif not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (self.num_envs,)
                   and mask.any()):
             raise ValueError(f"options['reset_mask'] is a bool numpy array of shape ({self.num_envs},) with a True")
-        if any(o is None and not reset for o, reset in zip(self.last_observations, mask)):
+        if any(o is None and not reset for o, reset in zip(self.last_observations, mask, strict=True)):
             raise ValueError("the first reset() resets every env: a reset_mask only resets some of them again")
         chosen = [int(i) for i in np.flatnonzero(mask)]
         for i in chosen:
@@ -124,7 +126,7 @@ class MintVectorEnv(VectorEnv):
                 self._rngs[i] = seeding.np_random(seeds[i])[0]
         frames = self._batch({i: self._reset_body(i, seeds[i]) for i in chosen})
         infos: dict[str, Any] = {}
-        for i, (obs, meta) in zip(chosen, frames):
+        for i, (obs, meta) in zip(chosen, frames, strict=True):
             self._set_observation(i, obs)
             infos = self._add_info(infos, gym_info(meta.info, self._volatile), i)
         self._ended[mask] = False
@@ -158,7 +160,7 @@ class MintVectorEnv(VectorEnv):
             # The ended sub-envs start over within this step: one more request, for them alone.
             ended = [int(i) for i in np.flatnonzero(self._ended)]
             finals = {i: observation_to_dict(self.last_observations[i], self.side_channels) for i in ended}
-            for i, (obs, meta) in zip(ended, self._batch({i: self._reset_body(i, None) for i in ended})):
+            for i, (obs, meta) in zip(ended, self._batch({i: self._reset_body(i, None) for i in ended}), strict=True):
                 self._set_observation(i, obs)
                 infos = self._add_info(infos, {"final_obs": finals[i], "final_info": env_infos[i]}, i)
                 env_infos[i] = gym_info(meta.info, self._volatile)

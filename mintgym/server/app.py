@@ -34,13 +34,30 @@ from mintgym.action_spaces import InvalidAction
 from mintgym.env import declarations, registration
 from mintgym.env.core import EnvironmentHost
 from mintgym.errors import EpisodeStateError, RegistrationError, TaskUnavailable
-from mintgym.server.options import (OptionError, check_defaults, check_options, describe_options, options_model_for,
-                                    parse_caps)
+from mintgym.server.options import (
+    OptionError,
+    check_defaults,
+    check_options,
+    describe_options,
+    options_model_for,
+    parse_caps,
+)
 from mintgym.server.sessions import Busy, SessionClosed, SessionFault, SessionManager, SessionMissing, resolve_task
 from mintgym.types import Observation
 from mintgym.wire import (
-    API_VERSION, BATCH_CONTENT_TYPE, FRAME_CONTENT_TYPE, IMAGE_CONTENT_TYPES, BatchItem, BatchRequest,
-    CreateSessionRequest, FrameOptions, ResetRequest, SessionCreated, StepRequest, batch_parts, encode_image,
+    API_VERSION,
+    BATCH_CONTENT_TYPE,
+    FRAME_CONTENT_TYPE,
+    IMAGE_CONTENT_TYPES,
+    BatchItem,
+    BatchRequest,
+    CreateSessionRequest,
+    FrameOptions,
+    ResetRequest,
+    SessionCreated,
+    StepRequest,
+    batch_parts,
+    encode_image,
     frame_parts,
 )
 
@@ -75,7 +92,8 @@ class FrameResponse(Response):
 
 
 async def encoded_frame(obs: Observation, options: FrameOptions, reward: float = 0.0, terminated: bool = False,
-                        truncated: bool = False, info: dict[str, Any] | None = None) -> tuple[bytes, bytes | memoryview]:
+                        truncated: bool = False,
+                        info: dict[str, Any] | None = None) -> tuple[bytes, bytes | memoryview]:
     """The frame envelope's pieces; a PNG or JPEG is encoded on a thread, so no other session waits for it."""
     if options.encoding == "raw":  # a view of the pixels: nothing to wait for
         return frame_parts(obs, options, reward, terminated, truncated, info)
@@ -102,8 +120,9 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await _error(413, "payload_too_large",
-                                f"request body of {int(declared)} bytes exceeds the limit of {self.max_bytes}")(scope, receive, send)
+            too_large = _error(413, "payload_too_large",
+                               f"request body of {int(declared)} bytes exceeds the limit of {self.max_bytes}")
+            return await too_large(scope, receive, send)
         chunks, seen = [], 0
         while True:
             try:
@@ -194,7 +213,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
 
     def authorize(request: Request) -> None:
         if not authorized(request):
-            raise ApiError(401, "unauthorized", "missing or wrong bearer token (header 'Authorization: Bearer <token>')")
+            raise ApiError(401, "unauthorized",
+                           "missing or wrong bearer token (header 'Authorization: Bearer <token>')")
 
     auth = [Depends(authorize)]
 
@@ -282,6 +302,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
             if req.task_id is not None:
                 raise ApiError(404, "unknown_task", str(err)) from None
             task = None  # a domain without tasks: the session's own screen
+        if problem := declarations.unsupported_channels(domain, req.side_channels):
+            raise ApiError(422, "unsupported_channel", problem)
         try:
             env_options = check_options(options_model, req.env_options, caps)
         except OptionError as err:
@@ -303,7 +325,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
 
     @app.get(f"/{API_VERSION}/sessions", dependencies=auth)
     async def list_sessions():
-        return {"sessions": [{"session_id": s.id, "status": s.status, "task_id": s.episode.task.id if s.episode.task else None,
+        return {"sessions": [{"session_id": s.id, "status": s.status,
+                              "task_id": s.episode.task.id if s.episode.task else None,
                               "step": s.episode.step_count, "failures": s.failures, "last_failure": s.last_failure,
                               "env": s.env.describe()}
                              for s in manager.sessions.values()]}
@@ -372,7 +395,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
         """One item's envelope pieces: its frame, or its error answer (the other items go on)."""
         try:
             if (item.reset is None) == (item.step is None):
-                raise ApiError(422, "bad_request", "a batch item has exactly one of 'reset' and 'step'", item.session_id)
+                raise ApiError(422, "bad_request", "a batch item has exactly one of 'reset' and 'step'",
+                               item.session_id)
             if item.reset is not None:
                 obs, info = await reset_session(item.session_id, item.reset)
                 return await encoded_frame(obs, item.reset.frame, info=info)
@@ -401,7 +425,8 @@ def create_app(host: EnvironmentHost, *, token: str | None = None, request_timeo
     async def screenshot(session_id: str, encoding: str = "png", jpeg_quality: int = 85, as_json: bool = False):
         session = session_of(session_id)
         if encoding not in IMAGE_CONTENT_TYPES:
-            raise ApiError(422, "bad_request", f"unknown encoding {encoding!r}; use one of {', '.join(IMAGE_CONTENT_TYPES)}")
+            raise ApiError(422, "bad_request",
+                           f"unknown encoding {encoding!r}; use one of {', '.join(IMAGE_CONTENT_TYPES)}")
         shot = await manager.run(session, lambda: session.episode.env.screenshot(), "screenshot")
         data = await asyncio.to_thread(encode_image, shot, FrameOptions(encoding=encoding,
                                                                          jpeg_quality=max(1, min(100, jpeg_quality))))

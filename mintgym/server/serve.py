@@ -116,7 +116,8 @@ def serve(domain: str, host: str = "127.0.0.1", port: int = 8000, *, token: str 
         _watch_parent(parent_pid)
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.WARNING))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                            timeout_graceful_shutdown=10, timeout_keep_alive=75, http="httptools" if _has("httptools") else "h11")
+                            timeout_graceful_shutdown=10, timeout_keep_alive=75,
+                            http="httptools" if _has("httptools") else "h11")
     sockets = [socket.socket(fileno=fd)] if fd is not None else None
     uvicorn.Server(config).run(sockets=sockets)
 

@@ -16,8 +16,9 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 from mintgym.env import registration
 from mintgym.env.core import Environment, EnvironmentHost, Task
@@ -70,7 +71,6 @@ class Session:
     side_channels: frozenset[str]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     created: float = field(default_factory=time.time)
-    last_used: float = field(default_factory=time.monotonic)
     failures: int = 0
     last_failure: str | None = None
     status: str = "ready"  # ready | running | ended | failed | needs_reset
@@ -155,7 +155,6 @@ class SessionManager:
             if on_episode and session.status == "needs_reset":
                 raise SessionFault("session_failed", f"{what}: this session's environment was replaced "
                                    f"({session.last_failure}); its episode is lost, call reset", session.id)
-            session.last_used = time.monotonic()
             session.call = asyncio.ensure_future(call())
             try:
                 return await asyncio.wait_for(session.call, self.request_timeout)
@@ -163,7 +162,7 @@ class SessionManager:
                 if session.closed and not _cancelled_from_outside():
                     raise SessionClosed(session.id, what) from None
                 raise
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 _refuse_if_closed(session, what)
                 await self._replace(session, f"{what} took longer than {self.request_timeout:.0f}s")
                 _refuse_if_closed(session, what)  # closed while the replacement started: it is closed too

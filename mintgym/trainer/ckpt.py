@@ -65,8 +65,8 @@ def seed_all(seed: int) -> None:
 
 def rng_state() -> dict[str, Any]:
     """The process's random number generators, as plain lists, numbers and tensors (what
-    ``torch.load(weights_only=True)`` reads back): Python's, NumPy's global one, torch's CPU one and, where this process uses
-    CUDA, every CUDA device's.
+    ``torch.load(weights_only=True)`` reads back): Python's, NumPy's global one, torch's CPU one and, where this
+    process uses CUDA, every CUDA device's.
 
     Example:
         >>> state = rng_state()
@@ -169,7 +169,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return torch.equal(torch.as_tensor(a), torch.as_tensor(b))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):  # betas: a tuple, a list once broadcast
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return a == b
 
 
@@ -200,7 +200,7 @@ def _hyperparameters(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
 def _keep_hyperparameters(optimizer: torch.optim.Optimizer, built: list[dict[str, Any]]) -> list[str]:
     """Set ``optimizer``'s hyperparameters back to ``built`` after a load; a line per one the load had changed."""
     changed: dict[str, tuple[Any, Any]] = {}  # key -> (saved, config), the first group's that differs
-    for group, wanted in zip(optimizer.param_groups, built):
+    for group, wanted in zip(optimizer.param_groups, built, strict=True):
         for key, value in wanted.items():
             if key in group and not _same(group[key], value):
                 changed.setdefault(key, (group[key], value))

@@ -161,7 +161,7 @@ class Learner:
                 self._scratch.load_state_dict(self.snapshots[version])
                 seqs = [self.sequence_input(rows[i][0], f"sequence {i}") for i in idx]
                 lps = sequence_logprobs(self._scratch, seqs, temperature=[rows[i][0].temperature for i in idx])
-                out += list(zip(idx, lps))
+                out += list(zip(idx, lps, strict=True))
         return out
 
     @property
@@ -216,7 +216,7 @@ class Learner:
         rows: list[tuple[Turn, float, dict[str, Any], int]] = []  # turn, advantage, mismatch key, lag
         for group in kept:
             advs = compute_advantages(group.rewards, cfg.advantage, scale=cfg.scale_advantages)
-            for sample, adv in zip(group.samples, advs):
+            for sample, adv in zip(group.samples, advs, strict=True):
                 for t, turn in enumerate(sample.turns):
                     rows.append((turn, adv, {"domain": sample.domain, "turn": t, "images": len(turn.images)},
                                  self.version - turn.policy_version))
@@ -235,7 +235,8 @@ class Learner:
             temperatures = [r[0].temperature for r in chunk] + [rows[0][0].temperature] * fillers
             with torch.set_grad_enabled(backward), self.precision.autocast(self.device):
                 if cfg.entropy_coef > 0:
-                    lps, entropies = zip(*sequence_logprobs_and_entropy(self.scorer, seqs, temperature=temperatures))
+                    pairs = sequence_logprobs_and_entropy(self.scorer, seqs, temperature=temperatures)
+                    lps, entropies = zip(*pairs, strict=True)
                     entropy = pad_right(list(entropies[:len(chunk)]))[0] if chunk else None
                 else:
                     lps, entropy = sequence_logprobs(self.scorer, seqs, temperature=temperatures), None
@@ -262,9 +263,9 @@ class Learner:
             acc.ratio_max.append(out.metrics["ratio_max"])
             acc.changed.append(out.metrics["changed_fraction"] * float(mask.sum()))
             acc.capped += out.metrics["capped_fraction"] * float(mask.sum())
-            for r, l in zip(chunk, lps):
+            for r, lp in zip(chunk, lps, strict=True):
                 if r[3] == 0:  # same weights: the mismatch, apart from lag
-                    acc.trainer_lp.append(l.detach())
+                    acc.trainer_lp.append(lp.detach())
                     acc.sampler_lp.append(torch.tensor(r[0].logprobs, dtype=torch.float32))
                     acc.keys.append(r[2])
         return kept
@@ -319,7 +320,8 @@ class Learner:
                         "is/changed_fraction": changed / total_tokens, "is/capped_fraction": capped / total_tokens})
         if cfg.entropy_coef > 0:
             metrics["entropy"] = entropy_sum / max(total_tokens, 1)
-        turns = gather(list(zip([lp.cpu() for lp in acc.trainer_lp], acc.sampler_lp, acc.keys)), self.shards)
+        trainer_lp = [lp.cpu() for lp in acc.trainer_lp]
+        turns = gather(list(zip(trainer_lp, acc.sampler_lp, acc.keys, strict=True)), self.shards)
         metrics.update(mismatch_metrics([t[0] for t in turns], [t[1] for t in turns], [t[2] for t in turns]))
         metrics["mismatch/sequences"] = float(len(turns))
         return metrics

@@ -9,7 +9,7 @@ other number the largest ``|d|``. Reported overall and per domain, turn index an
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -27,7 +27,7 @@ def mismatch_metrics(trainer: Sequence[torch.Tensor], sampler: Sequence[torch.Te
     ``keys[i]`` names turn ``i``'s slices (``{"domain": "web", "turn": 0, "images": 1}``).
     """
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])  # kl sum, max abs, tokens
-    for lt, ls, key in zip(trainer, sampler, keys):
+    for lt, ls, key in zip(trainer, sampler, keys, strict=True):
         if lt.shape != ls.shape:
             raise ValueError(f"trainer logprobs {tuple(lt.shape)} and sampler logprobs {tuple(ls.shape)} differ")
         kl, diff = token_mismatch(lt, ls)

@@ -103,7 +103,8 @@ class RunLogger:
             self.wandb = None
 
     def plot(self, path: Path) -> None:
-        """The reward curve (mean and per domain) over every step logged in ``metrics.jsonl``."""
+        """The reward curve (mean and per domain) over every step logged in ``metrics.jsonl``, and the held-out
+        eval's points (``eval/mean``) where the run logged them."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -116,7 +117,12 @@ class RunLogger:
         for key, label in [("reward/mean", "mean")] + [(f"reward/{d}", d) for d in self.domains]:
             pts = [(r["step"], r[key]) for r in rows if key in r and r[key] == r[key]]
             if pts:
-                ax.plot(*zip(*pts), label=label, linewidth=2 if label == "mean" else 1)
+                ax.plot(*zip(*pts, strict=True), label=label, linewidth=2 if label == "mean" else 1)
+        held_out = [(r["step"], r["eval/mean"]) for r in rows
+                    if "eval/mean" in r and not math.isnan(r["eval/mean"])]
+        if held_out:  # eval.every: the greedy held-out curve, beside the training reward
+            ax.plot(*zip(*held_out, strict=True), "o-", color="black", label="held-out eval", linewidth=1.5,
+                    markersize=4)
         ax.set_xlabel("step")
         ax.set_ylabel("reward")
         ax.set_ylim(-0.05, 1.05)

@@ -98,7 +98,7 @@ def batch_gradient(model: Any, batch: list[SequenceInput], *, micro_batch: int |
         with precision.autocast(device) if precision else contextlib.nullcontext():
             logprobs = sequence_logprobs(model, [batch[0 if i is None else i] for i in indices],
                                          layout="right_padded")
-        mine = [lp for i, lp in zip(indices, logprobs) if i is not None]
+        mine = [lp for i, lp in zip(indices, logprobs, strict=True) if i is not None]
         loss = -torch.cat(mine).sum() / tokens if mine else 0.0 * logprobs[0].sum()
         loss.backward()
         total += float(loss.detach())

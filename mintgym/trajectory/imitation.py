@@ -86,12 +86,15 @@ async def _replay(path: Path, traj: Trajectory, agent: Agent, action_set: Action
     await agent.start(AgentContext(task_id=traj.task_id, domain=traj.domain, instruction=traj.instruction,
                                    action_set=action_set, screen_size=tuple(steps[0].screen_size),
                                    max_steps=len(traj.steps), seed=traj.seed,
-                                   screen_hint=declarations.declaration(traj.domain).screen_hint))
+                                   screen_hint=declarations.declaration(traj.domain).screen_hint,
+                                   observe=tuple(traj.observe)))
     frames = _Frames(path, traj)
     records = []
     for step in steps:
+        channels = step.channels or {}
         observation = Observation(screenshot=frames.get(step.frame_id), instruction=traj.instruction,
-                                  domain=traj.domain, step=step.index, frame_id=step.frame_id, zoom=step.zoom)
+                                  domain=traj.domain, step=step.index, frame_id=step.frame_id, zoom=step.zoom,
+                                  text=channels.get("text"), a11y=channels.get("a11y"), dom=channels.get("dom"))
         taught = await agent.imitate(observation, build_action(step.action))
         if taught is None:
             continue

@@ -58,6 +58,9 @@ class StepRecord:
     prompt_images: list[Any] | None = None
     #: The sampling temperature of the step's model call (None: no model call recorded).
     temperature: float | None = None
+    #: The text channels of the observation the action was chosen on, as the agent was given them (``a11y``,
+    #: ``dom``, ``text``; see :mod:`mintgym.observe`); None when the episode asked for none.
+    channels: dict[str, str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON data; ``prompt_images`` must be frame paths by then (the writer stores arrays)."""
@@ -70,7 +73,7 @@ class StepRecord:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "StepRecord":
+    def from_json(cls, data: dict[str, Any]) -> StepRecord:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -101,6 +104,8 @@ class Trajectory:
     group_id: str | None = None
     schema_version: int = SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The observation channels the agent was given (:mod:`mintgym.observe`; older records: the screenshot).
+    observe: list[str] = field(default_factory=lambda: ["screenshot"])
 
     @property
     def success(self) -> bool:
@@ -117,7 +122,7 @@ class Trajectory:
         return data
 
     @classmethod
-    def from_meta(cls, data: dict[str, Any], steps: list[StepRecord]) -> "Trajectory":
+    def from_meta(cls, data: dict[str, Any], steps: list[StepRecord]) -> Trajectory:
         data = dict(data)
         data.pop("num_steps", None)
         version = data.get("schema_version", SCHEMA_VERSION)

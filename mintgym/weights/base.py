@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from mintgym.action_spaces import Click, Drag, InvalidAction
 from mintgym.action_spaces.frames import (
     Absolute,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from mintgym.action_spaces import (
     ANDROID,
     DESKTOP,
@@ -99,7 +100,8 @@ def test_chatter_layouts_and_last_action_wins():
     assert parse("I'll click(the user's button) now.\nAction: click(x=3, y=4)") == Click(x=3, y=4)
     assert parse("First click(x=1, y=1), then click(x=2, y=2).") == Click(x=2, y=2)
     assert parse("```\nclick(x=1, y=1)\n```\nOn reflection:\n```\nclick(x=9, y=9)\n```") == Click(x=9, y=9)
-    assert parse('type(text="click(x=1, y=2) and {\\"type\\": \\"key\\"}")') == Type(text='click(x=1, y=2) and {"type": "key"}')
+    expected = Type(text='click(x=1, y=2) and {"type": "key"}')
+    assert parse('type(text="click(x=1, y=2) and {\\"type\\": \\"key\\"}")') == expected
     assert parse("Action: click(x=1, y=2)\nNote(s): this should work") == Click(x=1, y=2)
     assert parse('click(x=1, y=2)\n{"confidence": 0.9}') == Click(x=1, y=2)
     code = 'python(code="""\nimport os\nprint(os.listdir(\'.\'))\n""")'

@@ -13,6 +13,7 @@ import annotated_types
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from mintgym.action_spaces import ACTION_TYPES, DOMAIN_SETS, ActionModel, InvalidAction
 from mintgym.action_spaces.frames import Absolute, Normalized1000, Relative, ResizedAbsolute
 from mintgym.action_spaces.keys import NAMED_KEYS

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from mintgym.action_spaces import (
     ACTION_TYPES,
     DESKTOP,
@@ -76,7 +77,7 @@ def test_every_prompt_example_parses_back(domain, frame):
     text = describe_action_set(action_set, frame, SCREEN)
     examples = re.findall(r"^    Example: (.*)$", text, re.MULTILINE)
     assert len(examples) == len(action_set.types)
-    for cls, example in zip(action_set.types, examples):
+    for cls, example in zip(action_set.types, examples, strict=True):
         parsed = parse_action(example, action_set, frame, SCREEN)
         assert type(parsed) is cls
         if isinstance(frame, (Absolute, Relative)):

@@ -4,6 +4,7 @@ combinations checked by ``Tab.problem``; and the documented way to report an inf
 from __future__ import annotations
 
 import pytest
+
 from mintgym.action_spaces import (
     ANDROID,
     DESKTOP,

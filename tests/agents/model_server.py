@@ -53,7 +53,7 @@ def _answer(text: str, version: int = 7) -> dict[str, Any]:
         "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "misbehaving",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
                      "logprobs": {"content": [{"token": f"t{i}", "logprob": lp, "token_id": tid, "top_logprobs": []}
-                                              for i, (tid, lp) in enumerate(zip(ids, logprobs))]},
+                                              for i, (tid, lp) in enumerate(zip(ids, logprobs, strict=True))]},
                      "token_ids": ids}],
         "prompt_token_ids": [1, 2, 3, 4],
         "policy_version": version,
@@ -100,7 +100,8 @@ def create_app() -> FastAPI:
         if mode.startswith("limit-"):
             limit = int(mode.split("-")[1])
             if any(w * h > limit for w, h in sizes):
-                return JSONResponse({"error": {"message": f"image exceeds {limit} pixels", "type": "invalid_request_error",
+                return JSONResponse({"error": {"message": f"image exceeds {limit} pixels",
+                                               "type": "invalid_request_error",
                                                "code": "image_too_large"}}, status_code=413)
             return _answer('done(answer="ok")')
         if mode.startswith("script-"):

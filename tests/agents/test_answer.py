@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from mintgym.action_spaces import Click, Done
-from mintgym.inference import Generation
 from mintgym.agents.answer import AnswerAgent, grid_point
+from mintgym.inference import Generation
 from mintgym.types import Observation
 
 
@@ -120,7 +120,8 @@ def test_imitate_maps_a_teachers_click_to_its_cell_and_an_answer_to_its_choice()
     step = asyncio.run(choices.imitate(later, Done(answer="green")))
     # the answer, on the first screen it was shown (its one decision is made there), cropped as configured
     assert step.response_token_ids == [2] and step.action == Done(answer="green")
-    assert step.messages[0]["content"][0]["frame_id"] == "f0" and step.messages[0]["content"][0]["crop"] == [0, 0, 80, 70]
+    part = step.messages[0]["content"][0]
+    assert part["frame_id"] == "f0" and part["crop"] == [0, 0, 80, 70]
 
 
 def test_a_crop_outside_the_screen_or_malformed_is_refused():

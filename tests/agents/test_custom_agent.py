@@ -52,7 +52,7 @@ class NotAnAgent:
 
 
 _spec = importlib.util.spec_from_file_location(
-    "mintgym_tests_outside", Path(__file__).parents[1] / "mintgym" / "cli" / "outside.py")
+    "mintgym_tests_outside", Path(__file__).parents[1] / "cli" / "outside.py")
 outside = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(outside)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import httpx
 import numpy as np
 import pytest
+
 from mintgym.action_spaces import DESKTOP, PYTOOL, Click, Done
 from mintgym.action_spaces.frames import Normalized1000, ResizedAbsolute
 from mintgym.agents import make_agent
 from mintgym.agents.history import History, Turn
 from mintgym.agents.vlm import VLMAgent, fit_pixels
-
 from mintgym.errors import ServerError
 from mintgym.inference import make_engine
 from mintgym.policy import Agent, AgentContext

@@ -9,9 +9,9 @@ from __future__ import annotations
 import httpx
 import numpy as np
 import pytest
+
 from mintgym.action_spaces import DESKTOP, PYTOOL, WEB, Click, Done, Drag, Key, Python, Tap, Type
 from mintgym.agents.vlm import VLMAgent
-
 from mintgym.inference import SamplingParams, make_engine
 from mintgym.policy import AgentContext
 from mintgym.types import Observation
@@ -76,7 +76,7 @@ async def test_imitate_builds_the_prompt_act_builds_and_moves_the_history_the_sa
     script(model_server, "same", texts)
     actor = await started(VLMAgent(engine(model_server, "script-same"), history=2))
     imitator = await started(VLMAgent(engine(model_server, "script-unused"), history=2))
-    for i, (action, text) in enumerate(zip(actions, texts)):
+    for i, (action, text) in enumerate(zip(actions, texts, strict=True)):
         acted = await actor.act(observation(i))
         imitated = await imitator.imitate(observation(i), action)
         assert imitated.text == acted.text == text

@@ -6,9 +6,9 @@ import json
 
 import httpx
 import numpy as np
+
 from mintgym.action_spaces import DESKTOP
 from mintgym.agents.vlm import VLMAgent, recorded_messages
-
 from mintgym.inference import make_engine
 from mintgym.policy import AgentContext
 from mintgym.types import Observation

@@ -36,12 +36,12 @@ def check_accounting(buf: TrajectoryBuffer, pushed_without_reservation: int = 0)
 
 async def play(buf: TrajectoryBuffer, *, steps: int, slots: int, seed: int, domains=("a", "b"),
                stream: bool = False) -> list[int]:
-    """Drive ``buf`` the way a run does, in ticks: ``slots`` rollout slots each admit (with the newest
-    published weights), play a group for a random 1-12 ticks (now and then a straggler of 40) and push it
-    (or release it, 1 in 20), cycling through the domains (a denied slot asks again for the same domain); the trainer takes a batch when every quota can be
-    filled (a short one after waiting 30 ticks, as ``batch_timeout`` does), trains 3 ticks and publishes.
-    With ``stream`` the trainer ``take``s each tick what its batch lacks, as a run does, and closes the batch
-    when it is full (or after 30 ticks). Returns the lag of every consumed group."""
+    """Drive ``buf`` the way a run does, in ticks: ``slots`` rollout slots each admit (with the newest published
+    weights), play a group for a random 1-12 ticks (now and then a straggler of 40) and push it (or release it, 1 in
+    20), cycling through the domains (a denied slot asks again for the same domain); the trainer takes a batch when
+    every quota can be filled (a short one after waiting 30 ticks, as ``batch_timeout`` does), trains 3 ticks and
+    publishes. With ``stream`` the trainer ``take``s each tick what its batch lacks, as a run does, and closes the
+    batch when it is full (or after 30 ticks). Returns the lag of every consumed group."""
     rng = random.Random(seed)
     n = buf.groups_per_step
     version, training_until = buf.trainer_version, None

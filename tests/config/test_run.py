@@ -7,10 +7,17 @@ from mintgym.config import ConfigError, RunConfig, apply_overrides
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart.yaml", "qwen25vl_3b_gpu.yaml", "must_see.yaml"])
+@pytest.mark.parametrize("name", ["quickstart.yaml", "qwen25vl_3b_gpu.yaml", "must_see.yaml",
+                                  "rl_beyond_imitation.yaml"])
 def test_shipped_configs_load(name):
     cfg = RunConfig.from_yaml(EXAMPLES / name)
     assert cfg.domains and cfg.tasks
+
+
+def test_the_held_out_curve_is_off_unless_asked_and_reads_its_keys():
+    assert (RunConfig.from_dict(BASE).eval.every, RunConfig.from_dict(BASE).eval.every_groups) == (0, 32)
+    cfg = RunConfig.from_dict(apply_overrides({**BASE, "eval": {}}, ["eval.every=5", "eval.every_groups=8"]))
+    assert (cfg.eval.every, cfg.eval.every_groups) == (5, 8)
 
 
 BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
@@ -18,23 +25,29 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["train.lrr=1"], r"^train.lrr: unknown key \(known: mode, steps, .*lr, "),
-    (["train.lr=fast"], r"^train.lr: input should be a valid number, unable to parse string as a number \(got 'fast'\)$"),
-    (["train.lr=0"], r"^train.lr: input should be greater than 0 \(got 0\)$"),
+    (["train.lr=fast"],
+     r"^train.lr: input should be a valid number, unable to parse string as a number \(got 'fast'\)$"),
+    (["train.lr=-1"], r"^train.lr: input should be greater than or equal to 0 \(got -1\)$"),
     (["train.max_grad_norm=big"], r"^train.max_grad_norm: input should be a valid number, .* \(got 'big'\)$"),
     (["rollout.group_size=1"], r"^rollout.group_size: input should be greater than or equal to 2 \(got 1\)$"),
     (["train.correction=clip"], r"^train.correction: input should be 'none', .* or 'ppo_clip' \(got 'clip'\)$"),
-    (["train.steps=2.5"], r"^train.steps: input should be a valid integer, got a number with a fractional part \(got 2.5\)$"),
+    (["train.steps=2.5"],
+     r"^train.steps: input should be a valid integer, got a number with a fractional part \(got 2.5\)$"),
     (["tasks.0.seeds=[]"], r"^tasks.0.seeds: list should have at least 1 item after validation, not 0 \(got \[\]\)$"),
     # an item or value inside a field is described by its own type, not the field's
     (["tasks.0.seeds=[1, x]"], r"^tasks.0.seeds.1: input should be a valid integer, .* \(got 'x'\)$"),
-    (["train.domain_weights={'null': heavy}"], r"^train.domain_weights.null: input should be a valid number, .* \(got 'heavy'\)$"),
+    (["train.domain_weights={'null': heavy}"],
+     r"^train.domain_weights.null: input should be a valid number, .* \(got 'heavy'\)$"),
     (["rollout.simulated_step_seconds=[slow, 0.5]"],
      r"^rollout.simulated_step_seconds.0: input should be a valid number, .* \(got 'slow'\)$"),
     (["tasks.2.id=x"], r"^tasks.2: no such item \(tasks has 1;"),
     (["train.domain_weights={web: 1.0}"], r"domain_weights name \['web'\], not domains of the tasks"),
     (["envs.0.domain='null'", "envs.0.resources={a: 1}"], r"^envs.0: .*need provider: ray, not 'local'$"),
     (["eval.temperature=-1"], r"^eval.temperature: input should be greater than or equal to 0 \(got -1\)$"),
-    (["train.eval_groups=3"], r"^train: eval_groups is now eval.groups \(the final evaluation has a section of its own\)$"),
+    (["eval.every=-2"], r"^eval.every: input should be greater than or equal to 0 \(got -2\)$"),
+    (["eval.every_groups=0"], r"^eval.every_groups: input should be greater than or equal to 1 \(got 0\)$"),
+    (["train.eval_groups=3"],
+     r"^train: eval_groups is now eval.groups \(the final evaluation has a section of its own\)$"),
     (["warm_start.steps=10"], r"^warm_start: steps needs a source: set oracle: true, or dataset: PATH$"),
     (["tasks.0.eval_seeds=[1, 2]", "tasks.0.oracle_seeds=[2, 3]"],
      r"^tasks.0: oracle_seeds and eval_seeds share seed\(s\) \[2\]: the warm start would train on the held-out"),
@@ -42,16 +55,19 @@ BASE = {"model": {"path": "m"}, "tasks": [{"id": "null/echo"}]}
      r"^tasks.0: seeds and eval_seeds share seed\(s\) \[2\]: RL would train on the held-out evaluation$"),
     (["warm_start.oracle=true", "warm_start.dataset=d"], r"^warm_start: give oracle: true or a dataset, not both$"),
     (["weights.transport=vllm"], r"weights.transport vllm .* needs engine.name: vllm"),
-    (["weights.transport=filesystem", "weights.keep=true"], r"^weights.keep: input should be a valid integer \(got True\)$"),
+    (["weights.transport=filesystem", "weights.keep=true"],
+     r"^weights.keep: input should be a valid integer \(got True\)$"),
     (["engine.name=vllm", "engine.options.gpu_memory_utilization=1.5"],
      r"^engine.options.gpu_memory_utilization: input should be less than or equal to 1 \(got 1.5\)$"),
     (["train.lr"], r"^override 'train.lr': expected key.path=value"),
     (["tasks.1={id: null/echo, seeds: [4, 5], eval_seeds: [0]}"],  # the first entry trains on seed 0
      r"^tasks: each task id once \(its weight repeats it\), got \['null/echo'\] more than once$"),
     (["train.lr=.inf"], r"^train.lr: input should be a finite number \(got inf\)$"),
-    (["train.steps=true"], r"^train.steps: true or false where a number is expected \(got True\)$"),  # pydantic's lax mode made it 1
+    # pydantic's lax mode made it 1
+    (["train.steps=true"], r"^train.steps: true or false where a number is expected \(got True\)$"),
     (["tasks.0.seeds=[true]"], r"^tasks.0.seeds: true or false where a number is expected \(got \[True\]\)$"),
-    (["model.path="], r"^model.path: string should have at least 1 character \(got ''\)$"),  # it built a model in the cwd
+    # it built a model in the cwd
+    (["model.path="], r"^model.path: string should have at least 1 character \(got ''\)$"),
     (["train.clip_eps=1.5"], r"^train.clip_eps: input should be less than 1 \(got 1.5\)$"),  # the loss needs (0, 1)
 ])
 def test_a_bad_key_or_value_is_one_line_naming_the_key(overrides, message):

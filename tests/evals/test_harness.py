@@ -11,15 +11,15 @@ from typing import ClassVar
 
 import httpx
 import pytest
-from mintgym.agents.scripted import ScriptedAgent
-from mintgym.agents.vlm import VLMAgent
-from mintgym.evals.harness import EvalConfig, episode_key, plan_jobs, run_eval
-from mintgym.evals.suites import Benchmark, benchmark_for_tasks, matches, resolve_suite, suite_names
 from typer.testing import CliRunner
 
+from mintgym.agents.scripted import ScriptedAgent
+from mintgym.agents.vlm import VLMAgent
 from mintgym.env import registration
 from mintgym.env.core import Environment, Task
 from mintgym.errors import MintGymError
+from mintgym.evals.harness import EvalConfig, episode_key, plan_jobs, run_eval
+from mintgym.evals.suites import Benchmark, benchmark_for_tasks, matches, resolve_suite, suite_names
 from mintgym.inference import make_engine
 from mintgym.policy import AgentContext
 from mintgym.testing import serve_asgi

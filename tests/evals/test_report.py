@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from mintgym.evals.harness import EvalConfig, build_results
 from mintgym.evals.report import render_report, success_bars_svg
 from mintgym.evals.stats import EpisodeOutcome, bootstrap_mean_interval, group_by, reason_of, summarize, wilson_interval

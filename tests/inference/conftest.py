@@ -49,7 +49,8 @@ def sampler_vs_recompute_gap(engine, requests) -> float:
 
     gens = engine.generate(requests)
     assert all(g.logprobs_source == "sampler" for g in gens)
-    seqs = [engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens)]
+    seqs = [engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens, strict=True)]
     with torch.no_grad():
         recomputed = sequence_logprobs(engine.model, seqs)
-    return max(float((lp - torch.tensor(g.response_logprobs)).abs().max()) for lp, g in zip(recomputed, gens))
+    return max(float((lp - torch.tensor(g.response_logprobs)).abs().max())
+               for lp, g in zip(recomputed, gens, strict=True))

@@ -51,7 +51,7 @@ def test_the_tokens_are_those_of_the_unpenalized_distribution(tiny_model_path, p
     # greedy: every token is the argmax of the trainer's own logits (placeholders masked), repeats included
     requests = requests_for(make_request, temperature=0.0)
     suppressed = torch.tensor(suppressed_token_ids(penalized.model))
-    for request, g in zip(requests, penalized.generate(requests)):
+    for request, g in zip(requests, penalized.generate(requests), strict=True):
         seq = penalized.sequence_inputs(request.messages, g.response_token_ids)
         ids = torch.tensor([seq.token_ids])
         extra = {"pixel_values": seq.pixel_values, "image_grid_thw": seq.image_grid_thw} \

@@ -41,7 +41,7 @@ def test_batch_of_four_with_images_matches_each_request_alone(hf_engine, make_re
                 make_request(3, seed=4)]
     batch = hf_engine.generate(requests)
     assert len(batch) == 4
-    for request, g in zip(requests, batch):
+    for request, g in zip(requests, batch, strict=True):
         [alone] = hf_engine.generate([request])
         assert alone.response_token_ids == g.response_token_ids
         assert alone.prompt_token_ids == g.prompt_token_ids
@@ -67,8 +67,8 @@ def test_greedy_ignores_the_seed_and_tiny_top_p_is_greedy(hf_engine, make_reques
 def test_aligned_logprobs_equal_the_trainer_recompute_exactly(hf_engine, make_request):
     requests = [make_request(i, seed=10 + i, image=i != 2, temperature=t) for i, t in enumerate((1.0, 0.7, 1.3))]
     gens = hf_engine.generate(requests)
-    seqs = [hf_engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens)]
-    for seq, g in zip(seqs, gens):
+    seqs = [hf_engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens, strict=True)]
+    for seq, g in zip(seqs, gens, strict=True):
         assert seq.token_ids[:seq.prompt_length] == g.prompt_token_ids
     temps = [r.sampling.temperature for r in requests]
     with torch.no_grad():
@@ -84,12 +84,12 @@ def test_right_padded_layout_is_exact_for_the_same_grouping(tiny_model_path, hf_
     engine = make_engine("hf", model_path=tiny_model_path, logprob_layout="right_padded")
     requests = [make_request(i, seed=i, max_new_tokens=4 + 3 * i) for i in range(3)]
     gens = engine.generate(requests)
-    seqs = [engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens)]
+    seqs = [engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens, strict=True)]
     with torch.no_grad():
         padded = sequence_logprobs(engine.model, seqs, layout="right_padded")
         alone = sequence_logprobs(engine.model, seqs, layout="per_sequence")
     assert [lp.tolist() for lp in padded] == [g.response_logprobs for g in gens]
-    for a, b in zip(padded, alone):
+    for a, b in zip(padded, alone, strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
 
@@ -99,12 +99,12 @@ def test_the_entropy_is_that_of_the_whole_next_token_distribution(hf_engine, mak
     again from the model's raw logits; its logprobs are sequence_logprobs' own."""
     requests = [make_request(0, seed=1, max_new_tokens=5, temperature=0.7), make_request(1, seed=2, max_new_tokens=3)]
     gens = hf_engine.generate(requests)
-    seqs = [hf_engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens)]
+    seqs = [hf_engine.sequence_inputs(r.messages, g.response_token_ids) for r, g in zip(requests, gens, strict=True)]
     temps = [r.sampling.temperature for r in requests]
     scored = sequence_logprobs_and_entropy(hf_engine.model, seqs, temperature=temps)
     assert scored[0][1].requires_grad
     suppressed = torch.tensor(suppressed_token_ids(hf_engine.model))
-    for (lp, entropy), seq, t, g in zip(scored, seqs, temps, gens):
+    for (lp, entropy), seq, t, g in zip(scored, seqs, temps, gens, strict=True):
         assert lp.detach().tolist() == g.response_logprobs
         ids = torch.tensor([seq.token_ids])
         with torch.no_grad():

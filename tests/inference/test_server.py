@@ -50,7 +50,7 @@ def test_openai_engine_matches_the_hf_engine_exactly(server, client, make_reques
     remote = client.generate(requests)
     local = engine.generate(requests)
     assert client.model == "tiny-vlm"  # discovered from /v1/models
-    for r, g in zip(remote, local):
+    for r, g in zip(remote, local, strict=True):
         assert r.text == g.text
         assert r.response_token_ids == g.response_token_ids
         assert r.prompt_token_ids == g.prompt_token_ids

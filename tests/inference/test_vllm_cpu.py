@@ -83,13 +83,13 @@ def test_sampling_gives_token_ids_and_logprobs(engine):
     gens = engine.generate(requests)
     print(f"2 requests, {sum(len(g.response_token_ids) for g in gens)} tokens sampled in "
           f"{time.perf_counter() - started:.2f} s")
-    for request, gen in zip(requests, gens):
+    for request, gen in zip(requests, gens, strict=True):
         text = engine.tokenizer.apply_chat_template(request.messages, add_generation_prompt=True, tokenize=False)
         assert gen.prompt_token_ids == engine.tokenizer(text)["input_ids"]
         assert 1 <= len(gen.response_token_ids) <= 8 and len(gen.response_logprobs) == len(gen.response_token_ids)
         assert all(math.isfinite(lp) and lp <= 0 for lp in gen.response_logprobs)
         assert gen.logprobs_source == "sampler" and gen.policy_version == engine.policy_version
-    for step, lp in zip(gens[0].top_logprobs, gens[0].response_logprobs):  # the 2 likeliest, best first
+    for step, lp in zip(gens[0].top_logprobs, gens[0].response_logprobs, strict=True):  # the 2 likeliest, best first
         assert len(step) == 2 and step[0][1] >= step[1][1] and lp <= step[0][1] + 1e-6
     again = engine.generate(requests[:1])[0]  # a seeded request samples the same tokens
     assert again.response_token_ids == gens[0].response_token_ids

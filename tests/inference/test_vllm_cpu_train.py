@@ -47,7 +47,8 @@ score far from their vLLM logprobs under the checkpoint's weights, so vLLM sampl
     mintgym = Path(sys.executable).with_name("mintgym")
     started = time.perf_counter()
     done = subprocess.run([str(mintgym), "train", "--config", str(config), "--out", str(tmp_path / "run")],
-                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=600, check=False)
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=600,
+                          check=False)
     seconds = time.perf_counter() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "finished step 3/3" in done.stdout + done.stderr
@@ -78,8 +79,10 @@ def untrained_gap(model: Path, episodes: Path) -> float:
     from mintgym.trajectory.store import iter_run
 
     learner = Learner(load_model(model), load_processor(model), TrainConfig())
-    turns = [turn for folder, episode in iter_run(episodes) for turn in Sample.from_episode(episode, folder=folder).turns]
+    turns = [turn for folder, episode in iter_run(episodes)
+             for turn in Sample.from_episode(episode, folder=folder).turns]
     assert turns and all(turn.policy_version == 2 and len(turn.images) == 1 for turn in turns)
     with torch.no_grad():
         scores = sequence_logprobs(learner.model, [learner.sequence_input(turn, "episode") for turn in turns])
-    return max(float((score - torch.tensor(turn.logprobs)).abs().max()) for score, turn in zip(scores, turns))
+    return max(float((score - torch.tensor(turn.logprobs)).abs().max())
+               for score, turn in zip(scores, turns, strict=True))

@@ -24,7 +24,7 @@ def test_loads_with_auto_classes_as_a_qwen2_vl(built):
     model = AutoModelForImageTextToText.from_pretrained(built)
     assert isinstance(model, Qwen2VLForConditionalGeneration)
     direct = Qwen2VLForConditionalGeneration.from_pretrained(built)
-    for (name, a), (_, b) in zip(model.state_dict().items(), direct.state_dict().items()):
+    for (name, a), (_, b) in zip(model.state_dict().items(), direct.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
     size = sum(f.stat().st_size for f in Path(built).iterdir())
     assert size < 5_000_000
@@ -110,7 +110,8 @@ def test_the_tiny_idefics3_loads_and_expands_each_image_to_four_tokens(tmp_path)
 
     path = build_tiny_vlm(tmp_path / "m", architecture="idefics3", vocab_size=256)
     config = AutoConfig.from_pretrained(path)
-    assert config.model_type == "idefics3" and config.text_config.hidden_size // config.text_config.num_attention_heads == 32
+    text = config.text_config
+    assert config.model_type == "idefics3" and text.hidden_size // text.num_attention_heads == 32
     assert isinstance(load_model(path), Idefics3ForConditionalGeneration)
     processor = load_processor(path)
     assert isinstance(processor, Idefics3Processor) and processor.tokenizer.eos_token == "<end_of_utterance>"
@@ -138,7 +139,8 @@ def test_a_qwen2_vl_record_names_no_architecture_as_before():
 def test_rejects_an_unknown_architecture_and_qwen_options_on_idefics3(tmp_path):
     from mintgym.models.tiny import build_tiny_vlm
 
-    with pytest.raises(ValueError, match=r"^build_tiny_vlm: architecture 'llava' is not one of \['qwen2_vl', 'idefics3'\]$"):
+    with pytest.raises(ValueError, match=r"^build_tiny_vlm: architecture 'llava' is not one of \['qwen2_vl', "
+                                         r"'idefics3'\]$"):
         build_tiny_vlm(tmp_path, architecture="llava")
     with pytest.raises(ValueError, match="^build_tiny_vlm: max_pixels apply to qwen2_vl only, not idefics3$"):
         build_tiny_vlm(tmp_path, architecture="idefics3", max_pixels=1000)

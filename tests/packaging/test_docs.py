@@ -146,8 +146,8 @@ def _run_page_commands(examples: Path, *needles: str) -> None:
     lines = page_commands(DOCS / "add-a-task.md", *needles)
     assert len(lines) == 2, lines  # a rollout and a check
     for args in lines:
-        if args[0] == "rollout":
-            args = [*args, "--out", str(examples / "runs")]
+        if args[0] == "rollout":  # a folder of its own: a run folder is resumed only by the run that made it
+            args = [*args, "--out", str(examples / "runs" / "".join(c if c.isalnum() else "_" for c in needles[0]))]
         proc = run(examples, *args)
         assert proc.returncode == 0, f"mintgym {' '.join(args)}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
         assert "1/1 succeeded" in proc.stdout if args[0] == "rollout" else " 0 fail" in proc.stdout, proc.stdout

@@ -13,8 +13,8 @@ import torch
 from mintgym.buffer.types import Sample
 from mintgym.client.aio import AsyncEnvClient
 from mintgym.inference import make_engine
-from mintgym.rollout.episode import run_episode
 from mintgym.rollout.agents import make_episode_agent
+from mintgym.rollout.episode import run_episode
 from mintgym.rollout.recording import RecordingEngine
 from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.local import LocalProvider
@@ -32,8 +32,8 @@ def served(tmp_path_factory):
 
 
 async def test_a_played_episode_reaches_the_learner_unchanged_through_its_file(served, tmp_path):
-    from mintgym.models.loading import load_model, load_processor
     from mintgym.config import RunConfig
+    from mintgym.models.loading import load_model, load_processor
     from mintgym.trainer.learner import Learner
 
     path, url = served

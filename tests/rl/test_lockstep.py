@@ -120,7 +120,8 @@ def test_two_ranks_train_as_one_process(runs):
     for index, state in saved[0]["state"].items():
         for key, value in state.items():
             torch.testing.assert_close(saved[1]["state"][index][key], value, rtol=0, atol=1e-6, msg=f"{index} {key}")
-    sorted_files = [sorted(p.name for p in _checkpoint(out).iterdir() if p.name != "rng.rank1.pt") for out in runs.values()]
+    sorted_files = [sorted(p.name for p in _checkpoint(out).iterdir() if p.name != "rng.rank1.pt")
+                    for out in runs.values()]
     assert sorted_files[0] == sorted_files[1]
     loaded = [load_model(_checkpoint(out)).state_dict() for out in (one, two)]
     assert loaded[1].keys() == loaded[0].keys()
@@ -187,8 +188,9 @@ def test_ranks_given_different_runs_are_refused_in_one_line(config, tmp_path):
              for rank, extra in enumerate([[], ["train.lr=0.01"]])]
     (_, first), (_, second) = (proc.communicate(timeout=120) for proc in procs)
     assert [proc.returncode for proc in procs] == [2, 0], first[-2000:] + second[-2000:]
-    assert first.strip().splitlines()[-1] == ("error: rank 1 was given another run than rank 0 (it differs in train.lr): "
-                                              "launch every rank with the same --config, overrides and --out")
+    assert first.strip().splitlines()[-1] == (
+        "error: rank 1 was given another run than rank 0 (it differs in train.lr): "
+        "launch every rank with the same --config, overrides and --out")
     assert "error:" not in second and not (tmp_path / "run").exists()
 
 
@@ -196,4 +198,5 @@ def test_a_bad_config_under_torchrun_is_one_line(config, tmp_path):
     """Every rank reads the same bad value: rank 0 says it, the others exit quietly."""
     done = _train(config, tmp_path / "run", "train.lr=-1", ranks=2, check=False)
     said = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
-    assert done.returncode != 0 and said == ["error: train.lr: input should be greater than 0 (got -1)"], said
+    assert done.returncode != 0, said
+    assert said == ["error: train.lr: input should be greater than or equal to 0 (got -1)"], said

@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
+from mintgym.config import RunConfig
 from mintgym.errors import MintGymError
 from mintgym.rl.run_folder import changes, open_run_folder
 from mintgym.trainer.ckpt import save_checkpoint
-from mintgym.config import RunConfig
 
 BASE = {"model": {"path": "/m"}, "tasks": [{"id": "null/echo", "seeds": [1, 2]}], "train": {"steps": 2}}
 
@@ -51,7 +51,8 @@ def test_a_resume_that_changes_what_the_run_trains_is_refused_and_writes_nothing
     for changed, named in ((_config(tasks=[{"id": "pytool/count-shapes-0"}]), "tasks"),
                            (_config(model={"path": "/other"}), "model"),
                            (_config(rollout={"group_size": 3}), "rollout")):
-        with pytest.raises(MintGymError, match=rf"was trained with other settings of {named} \(.*\): resume it with its config"):
+        said = rf"was trained with other settings of {named} \(.*\): resume it with its config"
+        with pytest.raises(MintGymError, match=said):
             open_run_folder(changed, tmp_path, lambda _: None)
         assert (tmp_path / "config.json").read_text() == record
 

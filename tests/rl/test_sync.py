@@ -7,8 +7,8 @@ import pytest
 import ray
 import torch
 
-from mintgym.rl.sync import WeightSync
 from mintgym.config import TrainConfig
+from mintgym.rl.sync import WeightSync
 from mintgym.weights import FilesystemBroadcast, WeightSyncFailed, WeightSyncTimeout
 
 

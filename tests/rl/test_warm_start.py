@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from mintgym.config import RunConfig
 from mintgym.rl.warm_start import play_oracle
 from mintgym.runtime.fleet import start_env_servers
 from mintgym.runtime.local import LocalProvider
-from mintgym.config import RunConfig
 from mintgym.trajectory.store import iter_run
 
 TASK = "pytool/largest-area-1"
@@ -142,7 +142,7 @@ def test_a_given_dataset_played_on_held_out_seeds_is_refused_before_the_run_star
 
 
 def test_the_front_door_refuses_a_leaky_warm_start_dataset_in_one_line_writing_nothing(tmp_path):
-    from tests.mintgym.cli.outside import mintgym
+    from tests.cli.outside import mintgym
 
     leaky = _dataset(tmp_path / "leaky", [{"task_id": TASK, "seed": 7}])
     config = tmp_path / "run.yaml"

@@ -7,9 +7,9 @@ import importlib.util
 import pytest
 import torch
 
+from mintgym.config import EnvConfig, RunConfig
 from mintgym.errors import MintGymError
 from mintgym.rl.wiring import env_provider, servers_of_worker, weight_transport
-from mintgym.config import EnvConfig, RunConfig
 
 BASE = {"model": {"path": "/m"}, "tasks": [{"id": "null/echo"}]}
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -115,8 +115,8 @@ def test_every_env_server_serves_a_worker_and_a_worker_plays_on_its_share():
 
 def test_task_ids_are_checked_against_the_registry_with_a_one_line_error():
     """A typo in a task id used to start the run, fail every episode and train on nothing, exit status 0."""
-    from mintgym.rl.wiring import check_tasks
     from mintgym.config import RunConfig
+    from mintgym.rl.wiring import check_tasks
 
     def config(*tasks):
         return RunConfig.from_dict({"model": {"path": "/m"}, "tasks": list(tasks)})
@@ -134,8 +134,8 @@ def test_an_enabled_wandb_log_without_its_package_fails_before_the_run_starts(mo
     """It used to fail after Ray, the env servers, the model and the warm start had started."""
     import importlib.util
 
-    from mintgym.rl.wiring import preflight
     from mintgym.config import RunConfig
+    from mintgym.rl.wiring import preflight
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))

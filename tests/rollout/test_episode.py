@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from mintgym.action_spaces import Click
-from mintgym.environments.null import NullEnvironment, NullHost
 
+from mintgym.action_spaces import Click
 from mintgym.client.aio import AsyncEnvClient
+from mintgym.environments.null import NullEnvironment, NullHost
 from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.policy import AgentStep

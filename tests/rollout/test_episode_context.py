@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from mintgym.action_spaces import DESKTOP, Done
 from mintgym.agents.vlm import VLMAgent
-from mintgym.environments.null import NullHost
-
 from mintgym.client.aio import AsyncEnvClient
 from mintgym.env import declarations
 from mintgym.env.declarations import Declaration
+from mintgym.environments.null import NullHost
 from mintgym.inference import make_engine
 from mintgym.policy import AgentContext, AgentStep
 from mintgym.rollout.episode import run_episode

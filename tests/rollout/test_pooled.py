@@ -12,11 +12,11 @@ import time
 
 import httpx
 import pytest
+
 from mintgym.action_spaces import Done
 from mintgym.agents.scripted import ScriptedAgent
-from mintgym.environments.null import NullHost
-
 from mintgym.client.aio import AsyncEnvClient
+from mintgym.environments.null import NullHost
 from mintgym.errors import ServerError
 from mintgym.policy import AgentStep
 from mintgym.rollout.episode import play_pooled

@@ -373,7 +373,6 @@ async def test_a_worker_moves_to_the_replacement_of_a_dead_env_server(setup, tmp
     """The run restarts a dead env server at a new URL and hands it over (``use_env_servers``): the worker's
     pool retires the sessions of the dead one and plays its next groups on the replacement."""
     from mintgym.environments.null import NullHost
-
     from mintgym.server.app import create_app
     from mintgym.testing import serve_asgi
 

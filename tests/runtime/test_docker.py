@@ -29,7 +29,8 @@ def _script(*args: str, timeout: float = 900) -> str:
     env = {**os.environ, "DOCKER_HOST": DOCKER_HOST, "MINTGYM_DOCKER_SOCK": SOCK}
     proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                           f"{proc.stderr[-3000:]}")
     return proc.stdout
 
 

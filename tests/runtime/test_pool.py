@@ -8,10 +8,10 @@ import asyncio
 
 import httpx
 import pytest
-from mintgym.action_spaces import Done
-from mintgym.environments.null import NullHost
 
+from mintgym.action_spaces import Done
 from mintgym.client.aio import AsyncEnvClient
+from mintgym.environments.null import NullHost
 from mintgym.errors import ServerError
 from mintgym.policy import AgentStep
 from mintgym.rollout.episode import run_episode

@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 import pytest_asyncio
+
 from mintgym.action_spaces import Key, Type, Wait
 
 #: The marks of a desktop attack file: the desktop suite, and skipped where its sessions cannot be isolated.

@@ -64,7 +64,8 @@ def victim(guarded):
     """A session of another client that must stay untouched."""
     url = _url(guarded)
     sid = httpx.post(f"{url}/v1/sessions", headers=_auth(SECRET), json={}, timeout=30).json()["session_id"]
-    resp = httpx.post(f"{url}/v1/sessions/{sid}/reset", headers=_auth(SECRET), json={"task_id": "null/echo"}, timeout=30)
+    resp = httpx.post(f"{url}/v1/sessions/{sid}/reset", headers=_auth(SECRET), json={"task_id": "null/echo"},
+                      timeout=30)
     assert resp.status_code == 200
     yield sid
     httpx.delete(f"{url}/v1/sessions/{sid}", headers=_auth(SECRET), timeout=30)
@@ -164,7 +165,8 @@ def _serve_on_fd(*args: str):
         proc.wait()
 
 
-@pytest.mark.parametrize("host_header", ["rebind.attacker.example", "rebind.attacker.example:{port}", "127.0.0.1.nip.io",
+@pytest.mark.parametrize("host_header",
+                         ["rebind.attacker.example", "rebind.attacker.example:{port}", "127.0.0.1.nip.io",
                                          "127.1", "0.0.0.0:{port}", ""])
 def test_tokenless_server_refuses_rebound_names(tokenless, host_header):
     url = _url(tokenless)
@@ -194,7 +196,8 @@ def test_wrong_tokens_are_refused(guarded, victim, header):
 
 @pytest.mark.parametrize("options, expect", [({"width": -5}, "[16, 7680]"), ({"width": 0}, "[16, 7680]"),
                                              ({"width": "abc"}, "width"), ({"height": 10**12}, "[16, 4320]"),
-                                             ({"evil": 1}, "env option evil: unknown key"), ({"width": CAP_WIDTH + 1}, "cap"),
+                                             ({"evil": 1}, "env option evil: unknown key"),
+                                             ({"width": CAP_WIDTH + 1}, "cap"),
                                              ({"width": 1.5}, "width"), ({"width": [1, 2]}, "width")])
 def test_session_options_are_typed_bounded_and_capped(guarded, victim, options, expect):
     resp = httpx.post(f"{_url(guarded)}/v1/sessions", headers=_auth(SECRET), json={"env_options": options}, timeout=30)
@@ -234,7 +237,8 @@ def test_oversized_bodies_are_refused(guarded, victim):
             yield b"a" * 65536
 
     try:
-        resp = httpx.post(url, headers={**_auth(SECRET), "content-type": "application/json"}, content=chunks(), timeout=30)
+        resp = httpx.post(url, headers={**_auth(SECRET), "content-type": "application/json"}, content=chunks(),
+                          timeout=30)
         assert resp.status_code == 413
     except httpx.HTTPError:
         pass  # the server may cut the stream off: also a refusal
@@ -332,7 +336,8 @@ def test_evaluate_before_the_end_does_not_leak_a_reward(guarded, victim):
     assert step.status_code == 200
     score = httpx.post(f"{url}/v1/sessions/{victim}/evaluate", headers=_auth(SECRET), timeout=10).json()["score"]
     assert score == 0.0
-    again = httpx.post(f"{url}/v1/sessions/{victim}/step", headers=_auth(SECRET), json={"action_text": 'done(answer="ok")'},
+    again = httpx.post(f"{url}/v1/sessions/{victim}/step", headers=_auth(SECRET),
+                       json={"action_text": 'done(answer="ok")'},
                        timeout=10)
     assert again.status_code == 409  # the episode is over: no second answer
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from mintgym.action_spaces import Key, Type, Wait
-from mintgym.environments.desktop.tasks import TerminalFileTask
 
 import mintgym
+from mintgym.action_spaces import Key, Type, Wait
+from mintgym.environments.desktop.tasks import TerminalFileTask
 from tests.security.conftest import DESKTOP_MARKS, NOTES_TASK, SOLVE, sh, type_in_terminal
 
 pytestmark = DESKTOP_MARKS
@@ -128,7 +128,8 @@ def _session_processes() -> dict[int, str]:
     found = {}
     for proc in psutil.process_iter(["name", "username", "cmdline"]):
         cmd = " ".join(proc.info["cmdline"] or [])
-        if (proc.info["username"] or "").startswith("mgdesk") or "session_init.py" in cmd or proc.info["name"] == "Xvfb":
+        ours = (proc.info["username"] or "").startswith("mgdesk")
+        if ours or "session_init.py" in cmd or proc.info["name"] == "Xvfb":
             found[proc.pid] = cmd or proc.info["name"]
     return found
 
@@ -359,7 +360,8 @@ async def test_a_user_namespace_cannot_uncover_what_the_session_must_not_see(des
     a, b = desktop_pair
     project = str(PROJECT)
     lift = ("import ctypes,os; libc=ctypes.CDLL(None,use_errno=True); "
-            f"print([libc.umount2(p.encode(), 2) or 'lifted' for p in ('{project}', '/tmp')], os.strerror(ctypes.get_errno()))")
+            f"print([libc.umount2(p.encode(), 2) or 'lifted' for p in ('{project}', '/tmp')], "
+            "os.strerror(ctypes.get_errno()))")
     out = await sh(a, f"unshare -Urm sh -c \"python3 -c \\\"{lift}\\\"; ls -A {project} | wc -l; "
                       f"ls {b.sandbox.root.parent}\" 2>&1; echo done")
     assert "lifted" not in out and ("Invalid argument" in out or "not permitted" in out), out

@@ -16,11 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import mintgym
 from mintgym.action_spaces import Wait
 from mintgym.environments.desktop.host import DesktopHost
 from mintgym.environments.isolation import cgroups
-
-import mintgym
 from tests.security.conftest import DESKTOP_MARKS, NOTES_TASK, SOLVE, sh, type_and_wait_for_the_end, type_in_terminal
 
 pytestmark = DESKTOP_MARKS
@@ -147,7 +147,8 @@ async def test_a_window_left_by_a_killed_client_does_not_cover_the_next_episode(
     """A client whose close-down mode is RetainPermanent leaves its windows in the X server after it is gone:
     an override-redirect window painted red over the whole screen would be the next episode's screen."""
     a, _ = desktop_pair
-    paint = ("python3 -c \"from Xlib import display, X; d = display.Display(); d.set_close_down_mode(X.RetainPermanent); "
+    paint = ("python3 -c \"from Xlib import display, X; d = display.Display(); "
+             "d.set_close_down_mode(X.RetainPermanent); "
              "s = d.screen(); w = s.root.create_window(0, 0, s.width_in_pixels, s.height_in_pixels, 0, s.root_depth, "
              "background_pixel=0xff0000, override_redirect=1); w.map(); "
              "w.set_selection_owner(d.intern_atom('CLIPBOARD'), X.CurrentTime); d.sync()\"")

@@ -170,8 +170,10 @@ FORGE = ("import os, signal, resource, struct, json\n"
          "resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
          "for fd in range(3, 12):\n"
          "    for seq in range(0, 64):\n"
-         "        body = json.dumps({'ok': True, 'output': 'FORGED', 'error': None, 'restart': False, 'seq': seq}).encode()\n"
-         "        try:\n            os.write(fd, struct.pack('>I', len(body)) + body)\n        except OSError:\n            pass\n"
+         "        body = json.dumps({'ok': True, 'output': 'FORGED', 'error': None, 'restart': False,\n"
+         "                           'seq': seq}).encode()\n"
+         "        try:\n            os.write(fd, struct.pack('>I', len(body)) + body)\n"
+         "        except OSError:\n            pass\n"
          "while True:\n    pass\n")
 
 
@@ -284,7 +286,8 @@ def test_no_inherited_file_descriptors(attacker, server, bystander):
 
 
 def test_fork_bomb_is_contained(attacker, server, bystander):
-    text, _, _ = _run(attacker, "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        break\n"
+    text, _, _ = _run(attacker, "import os\nwhile True:\n    try:\n        os.fork()\n"
+                                "    except OSError:\n        break\n"
                                 "print('bomb done')")
     assert "bomb done" in text or "fork failed" in text or "limit" in text, text
     _contained(server, bystander)

@@ -156,7 +156,8 @@ def attacker_site(canary, udp_canary, server):
     }
     pages = {f"/{name}": _button_page(js) for name, js in routes.items()}
     pages["/webrtc"] = _button_page(
-        f"(async () => {{ const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{udp_canary.port}'}}]}});"
+        "(async () => { const pc = new RTCPeerConnection({iceServers: [{urls: "
+        f"'stun:127.0.0.1:{udp_canary.port}'}}]}});"
         " pc.createDataChannel('x'); await pc.setLocalDescription(await pc.createOffer()); })()")
     pages["/copy-writetext"] = _button_page(f"navigator.clipboard.writeText('{CLIPBOARD_CANARY}')")
     pages["/copy-execcommand"] = _button_page(

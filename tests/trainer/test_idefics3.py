@@ -60,7 +60,7 @@ def test_a_mixed_batch_samples_each_prompt_with_its_own_images(engine):
     requests = [request(0, 1), request(1, 2), request(2, 0)]
     gens = engine.generate(requests)
     raw = HFEngine(model=engine.model, processor=engine.processor, aligned_logprobs=False).generate(requests)
-    for n, req, gen, own in zip((1, 2, 0), requests, gens, raw):
+    for n, req, gen, own in zip((1, 2, 0), requests, gens, raw, strict=True):
         assert gen.prompt_token_ids.count(engine.model.config.image_token_id) == n * IMAGE_TOKENS
         alone = engine.generate([req])[0]
         assert alone.response_token_ids == gen.response_token_ids == own.response_token_ids
@@ -74,7 +74,7 @@ def test_the_learner_recomputes_what_the_engine_sampled_exactly(engine, idefics3
     learner = Learner(load_model(idefics3), load_processor(idefics3), TrainConfig(lr=1e-2, micro_batch=8))
     requests = [request(10 + i, i % 3) for i in range(4)]
     samples = []
-    for i, (req, gen) in enumerate(zip(requests, engine.generate(requests))):
+    for i, (req, gen) in enumerate(zip(requests, engine.generate(requests), strict=True)):
         images = [np.asarray(img) for img in split_messages(req.messages)[1]]
         samples.append(Sample("null/echo", "null", 0, float(i), [Turn(
             gen.prompt_token_ids, gen.response_token_ids, gen.response_logprobs, 0, images=images)]))
@@ -95,7 +95,7 @@ def test_a_right_padded_batch_scores_as_each_sequence_alone(engine):
     with torch.no_grad():
         alone = sequence_logprobs(engine.model, seqs)
         padded = sequence_logprobs(engine.model, seqs, layout="right_padded")
-    for a, b in zip(alone, padded):
+    for a, b in zip(alone, padded, strict=True):
         assert torch.allclose(a, b, atol=1e-5)
 
 
@@ -127,5 +127,6 @@ def test_three_steps_of_mintgym_train_with_the_hf_engine(idefics3, tmp_path):
 def test_an_unknown_image_layout_is_refused_by_its_keys():
     from mintgym.inference.logprobs import split_images
 
-    with pytest.raises(ValueError, match=r"^unknown image layout: the processor gave \['image_sizes', 'pixel_values'\]"):
+    said = r"^unknown image layout: the processor gave \['image_sizes', 'pixel_values'\]"
+    with pytest.raises(ValueError, match=said):
         split_images({"pixel_values": torch.zeros(1, 3, 8, 8), "image_sizes": torch.tensor([[8, 8]])}, [1])

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from mintgym.buffer.types import Batch, Group, Sample, Turn
+from mintgym.config import TrainConfig
 from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.models.loading import load_model, load_processor
-from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 
 
@@ -102,7 +102,8 @@ def test_an_entropy_bonus_adds_its_gradient_to_a_step_with_signal(tiny):
     batch = _batch(engine, [1.0, 0.0, 0.0, 1.0], 0)
     grads = {}
     for coef in (0.0, 0.5):
-        learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig(lr=1e-4, micro_batch=8, entropy_coef=coef))
+        config = TrainConfig(lr=1e-4, micro_batch=8, entropy_coef=coef)
+        learner = Learner(load_model(tiny), load_processor(tiny), config)
         grads[coef] = _gradients_at_step(learner)
         metrics = learner.step(batch)
         assert metrics["optimizer/skipped_no_signal"] == 0.0
@@ -158,7 +159,7 @@ def test_a_step_reports_how_long_its_samples_episodes_ran_after_their_first_answ
     bare = learner.step(_batch(engine, [1.0, 0.0], 0))
     assert "time/after_answer_max" not in bare  # samples without an episode record: nothing measured
     batch = _batch(engine, [1.0, 0.0, 0.0], 1)
-    for sample, (answered, ended) in zip(batch.samples, [(0.5, 3.0), (1.0, 9.0), (0.2, 2.2)]):
+    for sample, (answered, ended) in zip(batch.samples, [(0.5, 3.0), (1.0, 9.0), (0.2, 2.2)], strict=True):
         [turn] = sample.turns
         turn.step.timings["answered"] = answered
         sample.episode = Trajectory(id="e", task_id=sample.task_id, domain="null", instruction="", agent="answer",

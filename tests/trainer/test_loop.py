@@ -8,12 +8,13 @@ naming the error).
 """
 
 import json
+from pathlib import Path
 
 import pytest
 import ray
 
-from mintgym.rl import train
 from mintgym.config import RunConfig
+from mintgym.rl import train
 from mintgym.weights.base import WeightSyncTimeout
 
 
@@ -151,6 +152,39 @@ def test_publish_delay_holds_every_sample_back_and_eval_plays_the_final_weights(
     assert sorted(e["seed"] for e in results["episodes"]) == [0, 1] and (tmp_path / "eval" / "report.html").exists()
 
 
+def test_the_held_out_curve_is_played_at_step_0_every_n_steps_and_the_end_and_logged(model_path, tmp_path):
+    """eval.every: greedy points at steps 0, 2 and 3 (the last), in metrics.jsonl beside the steps' rewards; the
+    last point plays the final weights on the final eval's seeds, so it scores what the final eval scores."""
+    extra = {"eval": {"groups": 2, "temperature": 0, "every": 2, "every_groups": 2}}
+    cfg = config(model_path, extra, mode="sync", steps=3, checkpoint_every=0)
+    cfg.tasks[0].eval_seeds = [7, 8]
+    lines: list[str] = []
+    result = train(cfg, tmp_path, log=lines.append)
+    assert [int(p["step"]) for p in result.curve] == [0, 2, 3]
+    for point in result.curve:
+        assert point["eval/episodes"] + point["eval/failed"] == 2 and 0.0 <= point["eval/mean"] <= 1.0
+        assert point["eval/null"] == point["eval/mean"] and point["time/eval"] > 0
+    rows = {row["step"]: row for row in map(json.loads, (tmp_path / "metrics.jsonl").read_text().splitlines())}
+    assert sorted(rows) == [0, 1, 2, 3] and "reward/mean" not in rows[0]
+    assert [s for s, row in rows.items() if "eval/mean" in row] == [0, 2, 3]
+    assert rows[3]["eval/mean"] == result.curve[-1]["eval/mean"] and "reward/mean" in rows[3]
+    assert result.curve[-1]["eval/mean"] == result.final_eval["domains"]["null"]["mean_reward"]
+    assert sum("held-out eval after step" in line for line in lines) == 3
+
+
+def test_lr_0_is_the_rl_free_ablation_its_steps_move_no_weight(model_path, tmp_path):
+    from safetensors.torch import load_file
+
+    cfg = config(model_path, mode="sync", lr=0, steps=2, checkpoint_every=0)
+    cfg.agent.options = {"choices": {"null": ["no", "ok"]}, "pick": "modulo"}  # any token answers: rewards differ
+    result = train(cfg, tmp_path, log=lambda s: None)
+    assert result.steps == 2 and all(m["samples"] == 8 for m in result.history)
+    assert any(not m["optimizer/skipped_no_signal"] for m in result.history)  # a step that would have moved them
+    before = load_file(str(Path(model_path) / "model.safetensors"))
+    after = load_file(str(result.checkpoint / "model.safetensors"))
+    assert before.keys() == after.keys() and all((before[k] == after[k]).all() for k in before)
+
+
 def test_ctrl_c_stops_the_env_servers_and_says_how_to_resume(model_path, tmp_path):
     import httpx
 
@@ -198,7 +232,6 @@ class _CountingResets:
 def test_a_worker_plays_on_every_server_of_its_share(model_path, tmp_path):
     """Two servers of a domain, one worker: its episodes go to both (it used to play on the first only)."""
     from mintgym.environments.null import NullHost
-
     from mintgym.server.app import create_app
     from mintgym.testing import serve_asgi
 

@@ -83,9 +83,9 @@ def test_unclipped_is_at_lag_zero_has_reinforce_gradients():
         policy_loss(LossInputs(lp, lp.detach().clone(), adv, mask), correction).loss.backward()
         return [p.grad.clone() for p in model.parameters()]
 
-    for a, b in zip(grads("unclipped_token_is"), grads("none")):
+    for a, b in zip(grads("unclipped_token_is"), grads("none"), strict=True):
         assert torch.equal(a, b)
-    for a, b in zip(grads("truncated_is"), grads("none")):
+    for a, b in zip(grads("truncated_is"), grads("none"), strict=True):
         assert torch.equal(a, b)
 
 

@@ -6,6 +6,7 @@ import weakref
 import pytest
 import torch
 
+from mintgym.config import TrainConfig
 from mintgym.inference.logprobs import (
     ResponseScorer,
     SequenceInput,
@@ -15,7 +16,6 @@ from mintgym.inference.logprobs import (
     suppressed_token_ids,
 )
 from mintgym.models.loading import load_model, load_processor
-from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 from mintgym.trainer.memory import (
     Architecture,

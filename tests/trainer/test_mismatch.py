@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from mintgym.buffer.types import Batch, Group, Sample, Turn
+from mintgym.config import TrainConfig
 from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.models.loading import load_model, load_processor
-from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 from mintgym.trainer.mismatch import mismatch_metrics
 
@@ -36,11 +36,12 @@ def tiny(tmp_path_factory):
 def _batch(engine, images, prompts, version=0):
     reqs = [GenerationRequest([{"role": "user", "content": [{"type": "image", "image": img},
                                                              {"type": "text", "text": p}]}],
-                              SamplingParams(max_new_tokens=4, seed=i)) for i, (img, p) in enumerate(zip(images, prompts))]
+                              SamplingParams(max_new_tokens=4, seed=i))
+            for i, (img, p) in enumerate(zip(images, prompts, strict=True))]
     gens = engine.generate(reqs)
     samples = [Sample("null/echo", "null", 0, float(i % 2), [Turn(g.prompt_token_ids, g.response_token_ids,
                                                                   g.response_logprobs, version, [img])])
-               for i, (g, img) in enumerate(zip(gens, images))]
+               for i, (g, img) in enumerate(zip(gens, images, strict=True))]
     return Batch([Group("g", "null/echo", "null", 0, samples)], trainer_version=version)
 
 

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from mintgym.buffer.types import Batch, Group, Sample, Turn
+from mintgym.config import TrainConfig
 from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.inference.logprobs import sequence_logprobs
 from mintgym.models.loading import load_model, load_processor
-from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 
 
@@ -54,7 +54,7 @@ def test_every_turn_gets_its_episodes_advantage_and_only_response_tokens_count(t
     total_tokens = sum(len(t.response_token_ids) for turns, _ in episodes for t in turns)
     expected = 0.0
     with torch.no_grad():
-        for (turns, _), adv in zip(episodes, advantages):
+        for (turns, _), adv in zip(episodes, advantages, strict=True):
             for turn in turns:
                 [lp] = sequence_logprobs(model, [learner.sequence_input(turn)])
                 assert lp.numel() == len(turn.response_token_ids)  # prompt tokens are not scored

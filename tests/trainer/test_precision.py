@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from mintgym.buffer.types import Batch, Group, Sample, Turn
+from mintgym.config import TrainConfig
 from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.models.loading import load_model, load_processor
 from mintgym.trainer.ckpt import load_latest, save_checkpoint
-from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 from mintgym.weights.base import from_wire_state, to_wire_state
 

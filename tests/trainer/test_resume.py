@@ -18,11 +18,11 @@ import torch
 import yaml
 
 from mintgym.buffer.types import Batch, Group, Sample, Turn
+from mintgym.config import TrainConfig
 from mintgym.inference import GenerationRequest, SamplingParams
 from mintgym.inference.hf import HFEngine
 from mintgym.models.loading import load_model, load_processor
 from mintgym.trainer.ckpt import load_latest, save_checkpoint
-from mintgym.config import TrainConfig
 from mintgym.trainer.learner import Learner
 
 

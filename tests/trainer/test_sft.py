@@ -32,7 +32,7 @@ def test_micro_batches_give_the_gradient_of_the_whole_batch(tiny):
     whole, split = load_model(tiny), load_model(tiny)
     loss = batch_gradient(whole, _sequences())
     assert batch_gradient(split, _sequences(), micro_batch=1) == pytest.approx(loss, rel=1e-6)
-    grads = [(name, p.grad, q.grad) for (name, p), q in zip(whole.named_parameters(), split.parameters())]
+    grads = [(name, p.grad, q.grad) for (name, p), q in zip(whole.named_parameters(), split.parameters(), strict=True)]
     assert sum(a is not None for _, a, _ in grads) > 10
     for name, a, b in grads:
         assert (a is None) == (b is None), name

@@ -112,7 +112,8 @@ def why_unavailable(spec: OSWorldSpec) -> str | None:
             urls = getter.get("path") or getter.get("url") or ""
             dests = getter.get("dest") or ""
             urls, dests = (urls, dests) if isinstance(urls, list) else ([urls], [dests])
-            for url, dest in zip(urls, dests if isinstance(dests, list) else [dests] * len(urls)):
+            dests = dests if isinstance(dests, list) else [dests] * len(urls)
+            for url, dest in zip(urls, dests, strict=False):  # as the getter reads them (getters.py)
                 if not is_local_url(str(url)):
                     reason = files.reference_availability(str(url), str(dest), spec.id)
                     if reason:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from mintgym.environments.desktop.env import DesktopEnvironment
 from mintgym.environments.desktop.osworld import files
@@ -101,7 +101,7 @@ async def cache_file(env: DesktopEnvironment, config: dict) -> str | list[str | 
     urls = urls if many else [urls]
     dests = dests if isinstance(dests, list) else [dests] * len(urls)
     found: list[str | None] = []
-    for url, dest in zip(urls, dests):
+    for url, dest in zip(urls, dests, strict=False):  # as OSWorld's getters: the shorter list decides
         if is_local_url(str(url)):
             src = local_source(str(url))
             found.append(str(src) if await asyncio.to_thread(src.is_file) else None)

@@ -207,7 +207,8 @@ def parse_task(data: Any, file: Path, app: str | None = None) -> OSWorldSpec:
     conj = ev.get("conj", "and")
     if conj not in ("and", "or"):
         raise OSWorldFormatError(f"{file}: field 'evaluator.conj' must be 'and' or 'or', got {conj!r}")
-    evaluator = Evaluator(funcs, results, expected, options, conj, _steps(ev.get("postconfig"), "evaluator.postconfig", file))
+    evaluator = Evaluator(funcs, results, expected, options, conj,
+                          _steps(ev.get("postconfig"), "evaluator.postconfig", file))
     apps = data.get("related_apps", [])
     if not isinstance(apps, list):
         raise OSWorldFormatError(f"{file}: field 'related_apps' must be a list")
@@ -223,7 +224,8 @@ def load_file(file: Path) -> OSWorldSpec:
     try:
         data = json.loads(Path(file).read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise OSWorldFormatError(f"{file}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+        raise OSWorldFormatError(f"{file}: not valid JSON ({err.msg} at line {err.lineno} "
+                                 f"column {err.colno})") from None
     return parse_task(data, Path(file))
 
 

@@ -10,7 +10,7 @@ Each exposed metric takes one of two routes (:data:`ROUTES`, also tabled in docs
 
 * ``desktop-env``: OSWorld's own function, loaded from the desktop-env package by :mod:`.metric_loader`;
 * ``own``: written here, because desktop-env 1.0.2 lacks it or its code is unsafe to run on session
-  state; each is proven equal to OSWorld's on the differential cases of :mod:`.metric_cases`.
+  state; each is proven equal to OSWorld's on the differential cases (tests/environments/desktop/osworld/cases/).
 
 A metric is exposed only once it has differential cases (tests/environments/desktop/osworld/test_metrics_differential.py
 checks that every exposed name has at least five).
@@ -183,7 +183,7 @@ FROM_DESKTOP_ENV = (
     "compare_subscript_contains", "has_page_numbers_in_footers", "check_italic_font_size_14",
     "evaluate_strike_through_last_paragraph", "find_default_font", "check_file_exists", "compare_zip_files",
     "compare_htmls", "run_sqlite3", "check_libre_locale", "check_thunderbird_prefs", "check_thunderbird_folder",
-    # The rest of desktop-env 1.0.2's metric names (metric_cases_office, metric_cases_media).
+    # The rest of desktop-env 1.0.2's metric names (tests/.../osworld/cases/metric_cases_office.py and _media.py).
     "check_highlighted_words", "check_no_duplicates", "get_unique_train_ids", "compare_unique_train_records",
     "compare_contains_image", "compare_docx_images", "compare_highlighted_text", "compare_image_text",
     "compare_insert_equation", "compare_references", "evaluate_alignment", "evaluate_colored_words_in_tables",

@@ -8,12 +8,12 @@ settings writer would otherwise overwrite the edit on exit.
 
 from __future__ import annotations
 
-from typing import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 
 from mintgym.action_spaces import ActionModel, Click, Done, Key, Wait
 from mintgym.environments.desktop.env import DesktopEnvironment
-from mintgym.environments.desktop.scripting import terminal
 from mintgym.environments.desktop.osworld.getters import CHROME_PREFS, chrome_prefs
+from mintgym.environments.desktop.scripting import terminal
 
 Oracle = Callable[[DesktopEnvironment], AsyncIterator[ActionModel]]
 
@@ -98,7 +98,8 @@ def _vlc(key: str, value: str, section: str = "core") -> Oracle:
 
 
 def _gimprc(line: str) -> str:
-    return (f"pkill gimp; {_wait_gone('gimp.*')} mkdir -p ~/.config/GIMP/2.10; echo '{line}' >> ~/.config/GIMP/2.10/gimprc")
+    return (f"pkill gimp; {_wait_gone('gimp.*')} mkdir -p ~/.config/GIMP/2.10; echo '{line}' >> "
+            "~/.config/GIMP/2.10/gimprc")
 
 
 
@@ -106,11 +107,15 @@ LO_AUTOSAVE = (
     "pkill -x oosplash; pkill -x soffice.bin; " + _wait_gone("soffice.bin") + " python3 -c \"import pathlib; "
     "p=pathlib.Path.home()/'.config/libreoffice/4/user/registrymodifications.xcu'; "
     "p.parent.mkdir(parents=True,exist_ok=True); "
-    "head='<?xml version=\\\"1.0\\\" encoding=\\\"UTF-8\\\"?><oor:items xmlns:oor=\\\"http://openoffice.org/2001/registry\\\" "
-    "xmlns:xs=\\\"http://www.w3.org/2001/XMLSchema\\\" xmlns:xsi=\\\"http://www.w3.org/2001/XMLSchema-instance\\\"></oor:items>'; "
+    "head='<?xml version=\\\"1.0\\\" encoding=\\\"UTF-8\\\"?><oor:items "
+    "xmlns:oor=\\\"http://openoffice.org/2001/registry\\\" "
+    "xmlns:xs=\\\"http://www.w3.org/2001/XMLSchema\\\" "
+    "xmlns:xsi=\\\"http://www.w3.org/2001/XMLSchema-instance\\\"></oor:items>'; "
     "t=p.read_text() if p.exists() else head; "
-    "item=lambda n,v: '<item oor:path=\\\"/org.openoffice.Office.Common/Save/Document\\\"><prop oor:name=\\\"'+n+'\\\" oor:op=\\\"fuse\\\"><value>'+v+'</value></prop></item>'; "
-    "p.write_text(t.replace('</oor:items>', item('AutoSave','true')+item('AutoSaveTimeIntervall','3')+'</oor:items>'))\""
+    "item=lambda n,v: '<item oor:path=\\\"/org.openoffice.Office.Common/Save/Document\\\"><prop oor:name=\\\"'+n+'\\\" "
+    "oor:op=\\\"fuse\\\"><value>'+v+'</value></prop></item>'; "
+    "p.write_text(t.replace('</oor:items>', "
+    "item('AutoSave','true')+item('AutoSaveTimeIntervall','3')+'</oor:items>'))\""
 )
 
 
@@ -168,8 +173,10 @@ ORACLES: dict[str, Oracle] = {
         "font size 24 in Chromium's Preferences")),
     # gimp: at least 100 undo steps; the light theme
     # (GIMP writes gimprc as it exits, and a first start lays its profile: let it open fully first)
-    "7b7617bd-57cc-468e-9c91-40c4ec2bcb3d": _after_window("GNU Image Manipulation Program", _shell(_gimprc("(undo-levels 100)"))),
-    "7767eef2-56a3-4cea-8c9f-48c070c7d65b": _after_window("GNU Image Manipulation Program", _shell(_gimprc('(theme "Light")'))),
+    "7b7617bd-57cc-468e-9c91-40c4ec2bcb3d": _after_window("GNU Image Manipulation Program",
+                                                          _shell(_gimprc("(undo-levels 100)"))),
+    "7767eef2-56a3-4cea-8c9f-48c070c7d65b": _after_window("GNU Image Manipulation Program",
+                                                          _shell(_gimprc('(theme "Light")'))),
     # vlc: keep the player open at the end; recordings to ~/Desktop; a dark volume slider; one instance
     "5ac2891a-eacd-4954-b339-98abba077adb": _vlc("play-and-exit", "0"),
     "8ba5ae7a-5ae5-4eab-9fcc-5dd4fe3abf89": _vlc("input-record-path", "$HOME/Desktop"),

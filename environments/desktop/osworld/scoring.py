@@ -86,7 +86,7 @@ async def evaluate(evaluator: Evaluator, *, last_action_failed: bool, get: Gette
     out = Evaluation(0.0)
     result_value: Any = _UNSET
     for name, func, result, expected, options in zip(evaluator.funcs, functions, evaluator.results,
-                                                     evaluator.expected, evaluator.options):
+                                                     evaluator.expected, evaluator.options, strict=True):
         try:
             result_value = await get(result)
         except FileNotFoundError as err:

@@ -11,9 +11,9 @@ import asyncio
 import functools
 import os
 import re
-import subprocess
 import shlex
 import shutil
+import subprocess
 import urllib.parse
 from pathlib import Path
 from typing import Any

@@ -9,8 +9,8 @@ thread (they use Playwright's sync API) with :class:`VMView`, which answers what
 ``DesktopEnv``: the VM's address and ports (Chrome's DevTools, VLC's HTTP interface: the session's own
 loopback ports, bridged to the server's loopback), a cache folder, and the controller's tree, files and
 Python commands. So do ``content_from_vm_file``, ``info_from_website``, ``find_unpacked_extension_path``
-``vscode_config`` (its key presses go through the session's pyautogui) and ``vlc_playing_info`` (the session's ``vlc`` serves its HTTP interface on the session's port 8080 with
-OSWorld's password).
+``vscode_config`` (its key presses go through the session's pyautogui) and ``vlc_playing_info`` (the session's
+``vlc`` serves its HTTP interface on the session's port 8080 with OSWorld's password).
 
 The session's ``google-chrome`` is Chromium, whose tree names its application ``Chromium``; OSWorld's code
 looks for ``Google Chrome`` on x86 machines (its VM runs Chrome), so the XML handed to these getters and

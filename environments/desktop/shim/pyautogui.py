@@ -6,9 +6,8 @@ those calls the same meaning here. Only that subset exists; anything else raises
 
 from __future__ import annotations
 
-import time
-
 import importlib.util as _ilu
+import time
 from pathlib import Path as _Path
 
 from Xlib import display as _xdisplay

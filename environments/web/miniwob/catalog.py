@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-MINIWOB_VERSION = "1.1.0"
 _REGISTERED = re.compile(r'id="miniwob/([A-Za-z0-9_.\-]+)-v1"')
 
 

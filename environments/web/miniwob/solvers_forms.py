@@ -313,7 +313,8 @@ async def _selectric(env, select: str, option: str):
                  .find((li) => li.textContent.trim() === text)"""
     point = await _center_of(env, item, option)
     box = await env.page.evaluate(
-        f"() => $('{select}').closest('.selectric-wrapper').find('.selectric-scroll')[0].getBoundingClientRect().toJSON()")
+        "() => "
+        f"$('{select}').closest('.selectric-wrapper').find('.selectric-scroll')[0].getBoundingClientRect().toJSON()")
     for _ in range(10):  # the list scrolls inside its own box
         if box["top"] <= point[1] <= box["bottom"]:
             break
@@ -326,7 +327,8 @@ async def _selectric(env, select: str, option: str):
 
 @solver("form-sequence-3")
 async def _form_sequence_3(env, query):
-    option, button = re.search(r"Choose (.*) from the dropdown, then click the button labeled \"(\w+)\"", query).groups()
+    option, button = re.search(r"Choose (.*) from the dropdown, then click the button labeled \"(\w+)\"",
+                               query).groups()
     async for a in _selectric(env, "#dropdown", option):
         yield a
     await ui.wait_js(env, "(v) => $('#dropdown').val() === v", option)
@@ -374,7 +376,8 @@ async def _multi_layouts(env, query):
 async def _read_table(env, query):
     key = re.search(r"Enter the value of (.*) into the text field", query).group(1)
     value = await env.page.evaluate(
-        "(key) => [...document.querySelectorAll('#tab tr')].find((tr) => tr.cells[0].textContent === key).cells[1].textContent",
+        "(key) => [...document.querySelectorAll('#tab tr')].find((tr) => tr.cells[0].textContent === "
+        "key).cells[1].textContent",
         key)
     async for a in _type_into(env, "#tt", value):
         yield a

@@ -10,6 +10,7 @@ import math
 import re
 
 import numpy as np
+
 from mintgym.action_spaces import Click, Drag, Move
 from mintgym.environments.web import ui
 from mintgym.environments.web.miniwob.oracles import MAX_REWARD, STEP_LIMITS, UNSOLVABLE, solver
@@ -503,7 +504,8 @@ async def _identify_shape(env, query):
 
 @solver("odd-or-even")
 async def _odd_or_even(env, query):
-    numbers = await _js(env, "() => [...document.querySelectorAll('#numbers .display-number')].map(d => +d.textContent)")
+    numbers = await _js(env,
+                        "() => [...document.querySelectorAll('#numbers .display-number')].map(d => +d.textContent)")
     for row, number in enumerate(numbers, 1):
         async for a in ui.click(env, f"#numbers .row:nth-child({row}) .{'odd' if number % 2 else 'even'}", wait=False):
             yield a
@@ -545,7 +547,8 @@ async def _number_checkboxes(env, query):
     for row, cells in enumerate(pattern, 1):
         for column, on in enumerate(cells, 1):
             if on:
-                async for a in ui.click(env, f"#checkboxes p:nth-of-type({row}) input:nth-of-type({column})", wait=False):
+                async for a in ui.click(env, f"#checkboxes p:nth-of-type({row}) input:nth-of-type({column})",
+                                        wait=False):
                     yield a
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
@@ -595,7 +598,8 @@ async def _marked_dot(env) -> tuple[float, float, list[float]]:
     """The marked dot's centre in viewport pixels and the svg's viewport box."""
     return await _js(env, """() => { const svg = document.querySelector('svg'), r = svg.getBoundingClientRect();
         const c = document.getElementById('circ');
-        return [r.left + +c.getAttribute('cx'), r.top + +c.getAttribute('cy'), [r.left, r.top, r.right, r.bottom]]; }""")
+        return [r.left + +c.getAttribute('cx'), r.top + +c.getAttribute('cy'),
+                [r.left, r.top, r.right, r.bottom]]; }""")
 
 
 @solver("draw-line")
@@ -661,7 +665,8 @@ async def _click_pie(env, query):
 
 # count-sides draws a regular polygon (3-7 sides, radius 35) round the canvas centre and keeps the count in
 # a local variable: read the drawing's outline as its outermost inked radius per degree.
-_OUTLINE_JS = """() => { const c = document.getElementById('c'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+_OUTLINE_JS = """() => {
+  const c = document.getElementById('c'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height);
   const out = [];
   for (let deg = 0; deg < 360; deg++) {
     const a = deg * Math.PI / 180;
@@ -855,8 +860,9 @@ def _x_value(board, memo) -> tuple[float, int | None]:
 async def _tic_tac_toe(env, query):
     memo: dict = {}
     while not await _js(env, _DONE_JS):
-        board = await _js(env, """() => [...Array(9).keys()].map(i => { const c = document.getElementById('ttt-' + i).className;
-                                       return c.includes('mark-x') ? 1 : c.includes('mark-o') ? -1 : 0; })""")
+        board = await _js(env, """() => [...Array(9).keys()].map(i => {
+            const c = document.getElementById('ttt-' + i).className;
+            return c.includes('mark-x') ? 1 : c.includes('mark-o') ? -1 : 0; })""")
         _, cell = _x_value(board, memo)
         async for a in ui.click(env, f"#ttt-{cell}", wait=False):
             yield a

@@ -1,4 +1,5 @@
-"""Oracles for MiniWoB++ widget tasks: dates, times, lists, menus, sliders, spinners, colour wheels, scrolling, text selection, flights.
+"""Oracles for MiniWoB++ widget tasks: dates, times, lists, menus, sliders, spinners, colour wheels, scrolling,
+text selection, flights.
 
 Each solver reads the page only to decide what to do and acts only through the shared pixel actions.
 """
@@ -58,7 +59,8 @@ async def _click_scroll_list(env, query):
     options = await _options(env, "#options")
     # A click on the first option selects it alone; the arrow keys then move the selection (and scroll the
     # list); ctrl+arrow moves the focus without selecting, and ctrl+space adds the focused option.
-    first = await env.page.evaluate("""() => { const r = document.querySelector('#options option').getBoundingClientRect();
+    first = await env.page.evaluate("""() => {
+        const r = document.querySelector('#options option').getBoundingClientRect();
         return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)]; }""")
     yield Click(x=first[0], y=first[1])
     at = 0
@@ -89,7 +91,9 @@ _MENU_PATH_JS = """(leaf) => {
 _MENU_ENTRY_JS = """(text) => {
   for (const d of document.querySelectorAll('#area li > div')) {
     const r = d.getBoundingClientRect();
-    if (d.textContent.trim() === text && r.width > 0) return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];
+    if (d.textContent.trim() === text && r.width > 0) {
+      return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];
+    }
   }
   return null;
 }"""
@@ -213,7 +217,8 @@ async def _scroll_text_2(env, query):
     x, y = await ui.center(env, "#text-area")
     yield Scroll(x=x, y=y, dx=0, dy=-5000 if "to the top" in query else 5000)
     await ui.wait_js(env, """(top) => { const t = document.getElementById('text-area');
-        return top ? t.scrollTop === 0 : t.scrollTop + t.clientHeight >= t.scrollHeight - 1; }""", "to the top" in query)
+        return top ? t.scrollTop === 0 : t.scrollTop + t.clientHeight >= t.scrollHeight - 1; }""",
+                     "to the top" in query)
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
 
@@ -279,7 +284,8 @@ async def _resize_textarea(env, query):
     dimension, direction = re.search(r"the (width|height) is (smaller|larger)", query).groups()
     x, y = await ui.center(env, "#area .ui-resizable-se")
     delta = 20 if direction == "larger" else -20
-    yield Drag(x1=x, y1=y, x2=x + (delta if dimension == "width" else 0), y2=y + (delta if dimension == "height" else 0))
+    yield Drag(x1=x, y1=y, x2=x + (delta if dimension == "width" else 0),
+               y2=y + (delta if dimension == "height" else 0))
     async for a in ui.click(env, "#submit", wait=False):
         yield a
 
@@ -348,7 +354,8 @@ async def _text_editor(env, query):
         async for a in ui.click(env, "#area .ql-color .ql-picker-label", wait=False):
             yield a
         await ui.wait_for(env, "#area .ql-color .ql-picker-options")
-        async for a in ui.click(env, f'#area .ql-color .ql-picker-item[data-value="{_QUILL_COLOR[style]}"]', wait=False):
+        async for a in ui.click(env, f'#area .ql-color .ql-picker-item[data-value="{_QUILL_COLOR[style]}"]',
+                                wait=False):
             yield a
     async for a in ui.click(env, "#subbtn", wait=False):
         yield a
@@ -489,7 +496,8 @@ _TICKET_KEY = {"cheapest cost": ("data-price", min), "most expensive cost": ("da
 @solver("buy-ticket")
 async def _buy_ticket(env, query):
     attribute, pick = _TICKET_KEY[re.search(r"with the (.+?)\.?$", query).group(1)]
-    values = await env.page.evaluate("(a) => [...document.querySelectorAll('.flight')].map((f) => parseInt(f.querySelector('[' + a + ']').getAttribute(a), 10))",
+    values = await env.page.evaluate("(a) => [...document.querySelectorAll('.flight')].map((f) => "
+                                     "parseInt(f.querySelector('[' + a + ']').getAttribute(a), 10))",
                                      attribute)
     async for a in _click_found(env, _NTH_CENTER_JS, [".flight .buy-ticket", values.index(pick(values))]):
         yield a
@@ -533,7 +541,8 @@ async def _daily_calendar(env, query):
     yield Scroll(x=x, y=y, dx=0, dy=round(offset))
     await _settled(env, "() => document.getElementById('area').scrollTop")
     first, last = await env.page.evaluate("""([a, b]) => [a, b].map((i) => {
-        const r = document.getElementById('hh-' + i).getBoundingClientRect(); return [r.left + r.width / 2, r.top, r.bottom]; })""",
+        const r = document.getElementById('hh-' + i).getBoundingClientRect();
+        return [r.left + r.width / 2, r.top, r.bottom]; })""",
                                           [start, start + n - 1])
     # Pressing on the first half hour, moving to the last and letting go there draws the event and opens its form.
     yield Drag(x1=round(first[0]), y1=round(first[1] + 5), x2=round(last[0]), y2=round(last[2] - 5))
@@ -560,11 +569,13 @@ async def _pick_date(env, field: str, year: int, month: int, day: int):
         gap = (year - shown[0]) * 12 + (month - 1 - shown[1])
         if gap == 0:
             break
-        async for a in ui.click(env, "#ui-datepicker-div .ui-datepicker-next" if gap > 0 else "#ui-datepicker-div .ui-datepicker-prev",
+        async for a in ui.click(env, "#ui-datepicker-div .ui-datepicker-next" if gap > 0
+                                else "#ui-datepicker-div .ui-datepicker-prev",
                                 wait=False):
             yield a
         await ui.wait_js(env, f"(was) => JSON.stringify(({_SHOWN_MONTH_JS})()) !== was", json.dumps(shown))
-    async for a in ui.click_text(env, str(day), f'#ui-datepicker-div td[data-month="{month - 1}"][data-year="{year}"]', ("A",)):
+    async for a in ui.click_text(env, str(day), f'#ui-datepicker-div td[data-month="{month - 1}"][data-year="{year}"]',
+                                 ("A",)):
         yield a
 
 
@@ -608,14 +619,16 @@ async def _book_flight(env, query):
         yield a
     await ui.wait_for(env, "#results .flight")
     attribute = "data-price" if kind == "cheapest" else "data-duration"
-    values = await env.page.evaluate("(a) => [...document.querySelectorAll('#results .flight')].map((f) => parseInt(f.querySelector('[' + a + ']').getAttribute(a), 10))",
+    values = await env.page.evaluate("(a) => [...document.querySelectorAll('#results .flight')].map((f) => "
+                                     "parseInt(f.querySelector('[' + a + ']').getAttribute(a), 10))",
                                      attribute)
     async for a in _click_found(env, _NTH_CENTER_JS, ["#results .flight .flight-price", values.index(min(values))]):
         yield a
 
 
 _DAY_CELL_JS = """([year, month, day]) => {
-  for (const a of document.querySelectorAll(`td[data-handler="selectDay"][data-year="${year}"][data-month="${month - 1}"] a`)) {
+  const cells = `td[data-handler="selectDay"][data-year="${year}"][data-month="${month - 1}"] a`;
+  for (const a of document.querySelectorAll(cells)) {
     const r = a.getBoundingClientRect();
     if (a.textContent.trim() === String(day) && r.width > 0) return [r.left + r.width / 2, r.top + r.height / 2];
   }
@@ -687,7 +700,8 @@ async def _flight_alaska(env, query):
     if request.get("SearchFields.CabinType", "Coach") != "Coach":
         async for a in _frame_click(env, frame, "#moreoptionsdiv .drop-head"):
             yield a
-        await frame.wait_for_function("() => document.querySelector('label[for=\"cabin-first\"]').getClientRects().length",
+        await frame.wait_for_function("() => "
+                                      "document.querySelector('label[for=\"cabin-first\"]').getClientRects().length",
                                       timeout=10_000)
         async for a in _frame_click(env, frame, 'label[for="cabin-first"]'):
             yield a
@@ -725,9 +739,10 @@ async def _alaska_close_suggestions(env, frame):
 async def _alaska_cities(env, frame, request: dict):
     """Type the cities the request names into the fields that do not hold them yet, until both do."""
     for attempt in range(4):
-        values = await frame.evaluate("(names) => names.map((n) => document.querySelector(`input[name=\"${n}\"]`).value)",
+        values = await frame.evaluate("(names) => names.map((n) => "
+                                      "document.querySelector(`input[name=\"${n}\"]`).value)",
                                       list(_CITIES))
-        wrong = [name for name, value in zip(_CITIES, values) if value != request[name]]
+        wrong = [name for name, value in zip(_CITIES, values, strict=True) if value != request[name]]
         if not wrong:
             return
         if attempt == 3:
@@ -744,7 +759,8 @@ async def _alaska_cities(env, frame, request: dict):
             yield Type(text=request[name])
 
 
-_CALENDAR_OPEN_JS = "() => { const m = document.getElementById('cal-modal-window'); return m && m.getClientRects().length; }"
+_CALENDAR_OPEN_JS = ("() => { const m = document.getElementById('cal-modal-window'); "
+                     "return m && m.getClientRects().length; }")
 
 
 async def _alaska_date(env, frame, field: str, value: str):
@@ -771,9 +787,11 @@ async def _alaska_date(env, frame, field: str, value: str):
             break
         async for a in _frame_click(env, frame, "#next-month a" if gap > 0 else "#prev-month a"):
             yield a
-        await frame.wait_for_function("(was) => document.querySelector('#cal .current-month').textContent.trim() !== was",
+        await frame.wait_for_function("(was) => "
+                                      "document.querySelector('#cal .current-month').textContent.trim() !== was",
                                       arg=shown, timeout=10_000)
-    cells = await frame.evaluate("() => [...document.querySelectorAll('#cal a.cal-day')].map((a) => a.textContent.trim())")
+    cells = await frame.evaluate("() => [...document.querySelectorAll('#cal a.cal-day')].map((a) => "
+                                 "a.textContent.trim())")
     async for a in _frame_click(env, frame, "#cal a.cal-day", cells.index(str(day))):
         yield a
     async for a in _frame_click(env, frame, "#btnDone"):

@@ -16,6 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
 from mintgym.environments.web.webapps.state import (
     DAYS,
     HOURS,
@@ -25,10 +30,6 @@ from mintgym.environments.web.webapps.state import (
     SessionState,
     product,
 )
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Mount, Route
-from starlette.staticfiles import StaticFiles
 
 APPS_DIR = Path(__file__).parent
 APPS = ("shop", "mail", "book")

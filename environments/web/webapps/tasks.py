@@ -79,7 +79,8 @@ def _buy(items: list[tuple[int, int]], name: str, address: str, shipping: str = 
         for pid in remove:
             async for a in ui.click(env, f'[data-remove="{pid}"]'):
                 yield a
-            await ui.wait_js(env, f"() => document.body && document.body.dataset.ready && !document.querySelector('[data-remove=\"{pid}\"]')")
+            await ui.wait_js(env, "() => document.body && document.body.dataset.ready && "
+                                  f"!document.querySelector('[data-remove=\"{pid}\"]')")
         if in_cart:
             return
         async for a in _seq(env, ui.click(env, "#checkout"), ui.fill(env, "#name", name),
@@ -167,7 +168,8 @@ def _cancel(title: str) -> Plan:
             yield a
         async for a in ui.click(env, f'[data-cancel="{title}"]'):
             yield a
-        await ui.wait_js(env, f"() => document.body && document.body.dataset.ready && !document.querySelector('[data-cancel=\"{title}\"]')")
+        await ui.wait_js(env, "() => document.body && document.body.dataset.ready && "
+                              f"!document.querySelector('[data-cancel=\"{title}\"]')")
     return plan
 
 
@@ -217,15 +219,20 @@ def tasks() -> list[WebAppTask]:
     book = {"app": "book", "family": "webapps/book", "tags": ("webapps", "booking")}
     return [
         # ---- shop ----
-        WebAppTask("webapps/shop-buy-lamp", "Buy one Desk Lamp, shipped to Ada Park, 1 Main St, with standard shipping.",
-                   check=_order_is({4: 1}, "Ada Park", "1 Main St"), plan=_buy([(4, 1)], "Ada Park", "1 Main St"), **shop),
+        WebAppTask("webapps/shop-buy-lamp",
+                   "Buy one Desk Lamp, shipped to Ada Park, 1 Main St, with standard shipping.",
+                   check=_order_is({4: 1}, "Ada Park", "1 Main St"), plan=_buy([(4, 1)], "Ada Park", "1 Main St"),
+                   **shop),
         WebAppTask("webapps/shop-buy-three-notebooks", "Order 3 Notebooks for Ada Park, 1 Main St.",
-                   check=_order_is({5: 3}, "Ada Park", "1 Main St"), plan=_buy([(5, 3)], "Ada Park", "1 Main St"), **shop),
-        WebAppTask("webapps/shop-buy-two-items", "In one order, buy a Red Mug and a Wool Scarf for Sam Ortiz, 22 Bay Road.",
+                   check=_order_is({5: 3}, "Ada Park", "1 Main St"), plan=_buy([(5, 3)], "Ada Park", "1 Main St"),
+                   **shop),
+        WebAppTask("webapps/shop-buy-two-items",
+                   "In one order, buy a Red Mug and a Wool Scarf for Sam Ortiz, 22 Bay Road.",
                    check=_order_is({1: 1, 7: 1}, "Sam Ortiz", "22 Bay Road"),
                    plan=_buy([(1, 1), (7, 1)], "Sam Ortiz", "22 Bay Road"), **shop),
         WebAppTask("webapps/shop-cheapest-clothing", "Buy the cheapest clothing item for Ada Park, 1 Main St.",
-                   check=_order_is({9: 1}, "Ada Park", "1 Main St"), plan=_buy([(9, 1)], "Ada Park", "1 Main St"), **shop),
+                   check=_order_is({9: 1}, "Ada Park", "1 Main St"), plan=_buy([(9, 1)], "Ada Park", "1 Main St"),
+                   **shop),
         WebAppTask("webapps/shop-express-jacket", "Buy a Rain Jacket for Ada Park, 1 Main St, with express shipping.",
                    check=_order_is({8: 1}, "Ada Park", "1 Main St", "express"),
                    plan=_buy([(8, 1)], "Ada Park", "1 Main St", "express"), **shop),
@@ -260,13 +267,15 @@ def tasks() -> list[WebAppTask]:
                    plan=_compose("ops@example.com", "", "", start=('[data-message="4"]', "#forward"),
                                  keep_subject=True), **mail),
         WebAppTask("webapps/mail-delete-newsletter", 'Delete the "50% off everything" newsletter.',
-                   check=_deleted({3}), plan=_message_action((3,), "#delete", "() => !!document.getElementById('inbox')"),
+                   check=_deleted({3}),
+                   plan=_message_action((3,), "#delete", "() => !!document.getElementById('inbox')"),
                    **mail),
         WebAppTask("webapps/mail-delete-all-newsletters", "Delete every email from newsletter@deals.example.",
                    check=_deleted({3, 6}),
                    plan=_message_action((3, 6), "#delete", "() => !!document.getElementById('inbox')"), **mail),
         WebAppTask("webapps/mail-star-marco", "Star the email from Marco.", check=_starred({2}),
-                   plan=_message_action((2,), "#star", "() => document.getElementById('state').textContent === 'Starred'"),
+                   plan=_message_action((2,), "#star",
+                                        "() => document.getElementById('state').textContent === 'Starred'"),
                    **mail),
         WebAppTask("webapps/mail-star-offsite", "Star every email about the offsite.", check=_starred({2, 5}),
                    plan=_message_action((2, 5), "#star",

@@ -32,7 +32,7 @@ from mintgym.trajectory.inspector.pages import (
 from mintgym.trajectory.inspector.runs import NotARun, Run, open_run
 
 __all__ = ["NotARun", "Run", "action_marks", "display_scale", "open_run", "serve", "write_pages",
-           "write_run", "write_run_pages", "write_trajectory_page"]
+           "write_run", "write_run_pages"]
 
 
 def write_run(run: Run) -> Path:
@@ -81,10 +81,6 @@ def write_run_pages(run_dir: str | Path) -> Path:
     except NotARun as err:
         raise FileNotFoundError(str(err)) from None
     return write_run(run)
-
-
-def write_trajectory_page(traj_dir: str | Path) -> Path:
-    return write_run(open_run(traj_dir))
 
 
 # ---- the loopback server ------------------------------------------------------------------------------------

@@ -266,14 +266,16 @@ def pair_rows(runs: list[Run]) -> list[tuple[tuple[str, Any], list[Episode | Non
 def run_labels(runs: list[Run]) -> list[str]:
     """Column names: each run's folder name, with its parent's where two runs share a name."""
     names = [r.name for r in runs]
-    return [f"{r.root.resolve().parent.name}/{n}" if names.count(n) > 1 else n for r, n in zip(runs, names)]
+    return [f"{r.root.resolve().parent.name}/{n}" if names.count(n) > 1 else n
+            for r, n in zip(runs, names, strict=True)]
 
 
 def render_compare(runs: list[Run], out_dir: Path, pair_pages: list[str]) -> str:
     labels = run_labels(runs)
-    heads = "".join(f"<th>{_e(n)}<br><span class=meta>{_e(str(r.root))}</span></th>" for n, r in zip(labels, runs))
+    heads = "".join(f"<th>{_e(n)}<br><span class=meta>{_e(str(r.root))}</span></th>"
+                    for n, r in zip(labels, runs, strict=True))
     rows = []
-    for (key, episodes), pair in zip(pair_rows(runs), pair_pages):
+    for (key, episodes), pair in zip(pair_rows(runs), pair_pages, strict=True):
         cells = []
         for ep in episodes:
             if ep is None:
@@ -285,12 +287,12 @@ def render_compare(runs: list[Run], out_dir: Path, pair_pages: list[str]) -> str
         rows.append(f"<tr><td>{_e(key[0])}</td><td class=num>{key[1] if key[1] is not None else ''}</td>"
                     f'{"".join(cells)}<td><a href="{_e(pair)}">side by side</a></td></tr>')
     wins = "".join(f"<span>{_e(n)}: {sum(e.traj.success for e in r.episodes)}/{len(r.episodes)} succeeded"
-                   "</span>" for n, r in zip(labels, runs))
+                   "</span>" for n, r in zip(labels, runs, strict=True))
     body = (f"<h1>{len(runs)} runs side by side</h1><div class=counts>{wins}</div>"
             f"<table id=compare><thead><tr><th>task</th><th>seed</th>{heads}<th></th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
     nav = ["<span class=here>MintGym inspector</span>"] + [
-        f'<a href="{_e(link(r.root / PAGE, out_dir))}">{_e(n)}</a>' for n, r in zip(labels, runs)]
+        f'<a href="{_e(link(r.root / PAGE, out_dir))}">{_e(n)}</a>' for n, r in zip(labels, runs, strict=True)]
     return document("compare runs", nav, body)
 
 
@@ -300,7 +302,7 @@ def render_pair(runs: list[Run], key: tuple[str, Any], episodes: list[Episode | 
     columns = len(runs)
     style = f'style="grid-template-columns:repeat({columns},minmax(0,1fr))"'
     head = []
-    for name, ep in zip(run_labels(runs), episodes):
+    for name, ep in zip(run_labels(runs), episodes, strict=True):
         if ep is None:
             head.append(f'<div class=cell><b>{_e(name)}</b><p class="none">not run</p></div>')
             continue

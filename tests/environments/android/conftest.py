@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from mintgym.environments.android.adb import free_port
 
 DATA = Path(__file__).parent / "data"

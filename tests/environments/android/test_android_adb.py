@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from mintgym.env import registration
 from mintgym.environments.android.adb import (
     AdbDevice,
     AdbError,
@@ -13,8 +15,6 @@ from mintgym.environments.android.adb import (
     run_adb,
 )
 from mintgym.environments.android.host import AndroidHost
-
-from mintgym.env import registration
 from mintgym.errors import BackendError
 
 pytestmark = pytest.mark.timeout(60)

@@ -8,11 +8,12 @@ import subprocess
 
 import numpy as np
 import pytest
+from PIL import Image
+
 from mintgym.action_spaces import InvalidAction, Key
 from mintgym.action_spaces.keys import NAMED_KEYS
 from mintgym.environments.android import apps
 from mintgym.environments.android import commands as C
-from PIL import Image
 
 NASTY = [
     "hello world",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+
 from mintgym.action_spaces import ANDROID, Done, Zoom
 from mintgym.environments.android.adb import AdbDevice, AdbServer
 from mintgym.environments.android.env import AndroidEnvironment
-
 from mintgym.errors import EnvironmentCrashed
 
 pytestmark = pytest.mark.timeout(60)

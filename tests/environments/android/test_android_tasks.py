@@ -14,11 +14,11 @@ import sys
 from dataclasses import dataclass, field
 
 import pytest
+
+from mintgym.env import registration
 from mintgym.environments.android import tasks as T
 from mintgym.environments.android.metadata import androidworld
 from mintgym.environments.android.state import DeviceState
-
-from mintgym.env import registration
 from mintgym.testing import check_task
 
 PACK = {t.id: t for t in T.tasks()}
@@ -145,7 +145,8 @@ async def test_wifi_and_app_needs_the_app_in_front():
     assert await task.score(state, {}) == 0.0
 
 
-@pytest.mark.parametrize("app,package", [("clock", "com.android.deskclock"), ("contacts", "com.google.android.contacts"),
+@pytest.mark.parametrize("app,package",
+                         [("clock", "com.android.deskclock"), ("contacts", "com.google.android.contacts"),
                                          ("settings", "com.android.settings"), ("camera", "com.android.camera2")])
 async def test_open_app_scores_the_foreground_package(app, package):
     task = PACK[f"android/OpenAppTaskEval-{app}"]

@@ -52,7 +52,8 @@ def test_osworld_xml_is_read_by_osworlds_own_check_accessibility_tree():
         {"xpath": "//application[@name='Thunderbird']//*[contains(@name, 'password') or contains(@name, 'Password')]"},
     ]
     assert metric("check_accessibility_tree")(xml, rules) == 1.0
-    assert metric("check_accessibility_tree")(xml, [{"selectors": ["entry[st|focusable=true][name=\"Email\\ address\"]"],
+    assert metric("check_accessibility_tree")(xml,
+                                              [{"selectors": ["entry[st|focusable=true][name=\"Email\\ address\"]"],
                                                       "text": "x", "exact": True}]) == 0.0
     states = [{"selectors": ["check-box[st|checked=true][cp|screencoord=\"(1270, 700)\"]"]}]
     assert metric("check_accessibility_tree")(xml, states) == 1.0
@@ -203,5 +204,32 @@ async def test_osworlds_own_html_parse_getter_reads_the_active_tab_through_the_t
         snap = await env.grounding()
         bar = next(e for e in snap.elements if e.name == "Address and search bar")
         assert bar.role == "textbox" and "shop.html" in (bar.value or "")
+    finally:
+        await env.close()
+
+
+@needs_a11y
+@in_module_loop
+async def test_set_of_marks_draws_the_frames_own_snapshot_on_a_real_gtk_app(host):
+    """With ``som`` the screenshot carries a numbered box per interactive element, drawn from the snapshot
+    taken with it, and that snapshot is the frame's a11y listing (its legend)."""
+    from mintgym.env import registration
+
+    env = await host.create({})
+    try:
+        episode = Episode(env, frozenset({"som", "a11y"}))
+        await episode.reset(registration.task("desktop/editor-save-v0"), seed=0)
+
+        async def marked():
+            obs = await episode.observe()
+            marks = [e for e in grounding.parse(obs.a11y) if e.interactive and e.point]
+            return (obs, marks) if any(e.role == "menuitem" and e.name == "File" for e in marks) else None
+
+        obs, marks = await _wait_for(marked)
+        plain = await env._call(env._grab_sync)  # the same screen without marks
+        changed = np.abs(obs.screenshot.astype(int) - plain.astype(int)).sum(axis=2) > 0
+        x1, y1, x2, y2 = next(e for e in marks if e.name == "File").box
+        assert changed[y1, x1:x2].any()  # the File menu's box outline is drawn
+        assert changed.sum() < changed.size // 4  # marks, not a different screen
     finally:
         await env.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from mintgym.environments.isolation import cgroups
 
 needs_cgroups = pytest.mark.skipif(bool(cgroups.probe()[0]), reason=f"no control groups here: {cgroups.probe()[0]}")
@@ -62,7 +63,8 @@ def test_fork_and_exit_loops_cannot_dodge_the_kill():
     group.kill_and_wait()
     time.sleep(0.3)
     assert group.pids() == []
-    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and "os.fork()" in " ".join(p.info["cmdline"])]
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"]
+                and "os.fork()" in " ".join(p.info["cmdline"])]
     group.remove()
 
 
@@ -71,7 +73,8 @@ def test_refused_forks_and_oom_kills_are_counted(group):
     subprocess.run(group.join_command(["sh", "-c", "for i in $(seq 60); do sleep 5 & done; wait"]),
                    capture_output=True, timeout=60, check=False)
     assert group.process_limit_hits() > 0
-    subprocess.run(group.join_command([sys.executable, "-c", "b = b'x' * (1024 * 2**20)"]), capture_output=True, timeout=60, check=False)
+    subprocess.run(group.join_command([sys.executable, "-c", "b = b'x' * (1024 * 2**20)"]), capture_output=True,
+                   timeout=60, check=False)
     assert group.oom_kills() >= 1
     assert group.memory_peak() <= 256 * 2**20
     group.kill_and_wait()

@@ -4,6 +4,7 @@ import os
 import subprocess
 
 import pytest
+
 from mintgym.environments.isolation import mounts
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")

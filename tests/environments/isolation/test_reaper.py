@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from mintgym.environments.isolation import cgroups
 
 pytestmark = pytest.mark.skipif(bool(cgroups.probe()[0]), reason=f"no control groups here: {cgroups.probe()[0]}")

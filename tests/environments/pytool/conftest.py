@@ -1,6 +1,7 @@
 """Shared by the pytool session tests: a session on the module's ``host`` fixture, and running one cell."""
 
 import pytest
+
 from mintgym.action_spaces import Python
 
 

@@ -10,11 +10,11 @@ import time
 
 import psutil
 import pytest
+
 from mintgym.action_spaces import Python
 from mintgym.environments.isolation import cgroups
 from mintgym.environments.pytool.host import PytoolHost
 from mintgym.environments.pytool.sandbox import Sandbox, probe_isolation
-
 from mintgym.errors import EnvironmentCrashed
 from tests.environments.pytool.conftest import run
 

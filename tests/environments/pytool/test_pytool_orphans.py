@@ -6,9 +6,9 @@ import time
 
 import psutil
 import pytest
-from mintgym.environments.isolation import cgroups
 
 import mintgym
+from mintgym.environments.isolation import cgroups
 
 
 def _live(procs):

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+
 from mintgym.environments.pytool.protocol import MAX_DROPPED, CellReply, ProtocolError, cell_reply, read_frame
 from mintgym.environments.pytool.worker import HEADER
 

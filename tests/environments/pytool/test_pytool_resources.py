@@ -6,6 +6,7 @@ import struct
 from pathlib import Path
 
 import pytest
+
 from mintgym.action_spaces import Python
 from mintgym.environments.isolation import mounts
 from mintgym.environments.pytool import seccomp

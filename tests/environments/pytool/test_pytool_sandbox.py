@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+
 from mintgym.action_spaces import Python, Wait
+from mintgym.env.episode import Episode
 from mintgym.environments.pytool.host import PytoolHost
 from mintgym.environments.pytool.sandbox import probe_isolation
 from mintgym.environments.pytool.tasks import all_tasks
-
-from mintgym.env.episode import Episode
 from mintgym.errors import EnvironmentCrashed
 from tests.environments.pytool.conftest import run
 

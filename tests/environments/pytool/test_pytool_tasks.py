@@ -6,14 +6,14 @@ import random
 
 import numpy as np
 import pytest
+
 from mintgym.action_spaces import Done, Python
+from mintgym.env import registration
+from mintgym.env.episode import Episode
 from mintgym.environments.pytool import generators as G
 from mintgym.environments.pytool.answers import parse_number, parse_point, parse_word
 from mintgym.environments.pytool.host import PytoolHost
 from mintgym.environments.pytool.tasks import PytoolTask, all_tasks, score
-
-from mintgym.env import registration
-from mintgym.env.episode import Episode
 from mintgym.testing import check_task
 
 TASKS = all_tasks()
@@ -77,8 +77,9 @@ async def test_reset_seed_reproduces_through_the_environment(host):
         assert np.array_equal(first, np.asarray(env.task_image)) and env.ground_truth["truth"] == truth
         assert not np.array_equal(first, other)
         # the sandbox sees exactly the image the task generated
-        outcome = await episode.step(Python(code="import numpy as np\nfrom PIL import Image\n"
-                                                 "a = np.asarray(Image.open(TASK_IMAGE)); print(a.shape, int(a.sum()))"))
+        code = ("import numpy as np\nfrom PIL import Image\n"
+                "a = np.asarray(Image.open(TASK_IMAGE)); print(a.shape, int(a.sum()))")
+        outcome = await episode.step(Python(code=code))
         assert outcome.info.get("error") is None
         assert env.last_output.strip() == f"{first.shape} {int(first.astype(np.int64).sum())}"
     finally:

@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
+
 from mintgym.action_spaces import InvalidAction, Key
+from mintgym.env import registration
 from mintgym.environments.web.keys import playwright_key, split_combo
 from mintgym.environments.web.policy import UrlPolicy, is_loopback
-
-from mintgym.env import registration
 from tests.conftest import DATA
 
 pytestmark = pytest.mark.web

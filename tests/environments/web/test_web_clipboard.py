@@ -9,10 +9,10 @@ import threading
 
 import pytest
 import pytest_asyncio
-from mintgym.action_spaces import Click, Key
-from mintgym.environments.web import clipboard
 
+from mintgym.action_spaces import Click, Key
 from mintgym.env import registration
+from mintgym.environments.web import clipboard
 
 pytestmark = [pytest.mark.web, pytest.mark.asyncio(loop_scope="module")]
 
@@ -142,7 +142,8 @@ async def test_cut_removes_the_selection_only_from_editable_text(sessions):
     await _act(env, _click(SRC), _keys("ctrl", "a"), _keys("ctrl", "x"))
     assert await _value(env, "#src") == "" and env.clipboard.data == {"text/plain": "cut me"}
     await env.evaluate_js("""() => { document.activeElement.blur(); const r = document.createRange();
-        r.selectNodeContents(document.getElementById('rich')); getSelection().removeAllRanges(); getSelection().addRange(r); }""")
+        r.selectNodeContents(document.getElementById('rich'));
+        getSelection().removeAllRanges(); getSelection().addRange(r); }""")
     await _act(env, _keys("shift", "delete"))  # page text is not editable: the cut event fires, nothing is cut
     assert env.clipboard.data == {"text/plain": "cut me"}
     assert await env.evaluate_js("() => document.getElementById('rich').textContent") == "bold and it"
@@ -150,7 +151,8 @@ async def test_cut_removes_the_selection_only_from_editable_text(sessions):
 
 async def test_page_text_copies_as_html_and_pastes_rich_or_plain(sessions):
     env, _ = sessions
-    await env.evaluate_js("""() => { const r = document.createRange(); r.selectNodeContents(document.getElementById('rich'));
+    await env.evaluate_js("""() => { const r = document.createRange();
+        r.selectNodeContents(document.getElementById('rich'));
         getSelection().removeAllRanges(); getSelection().addRange(r); }""")
     await _act(env, _keys("ctrl", "insert"))
     assert env.clipboard.data == {"text/plain": "bold and it", "text/html": "<b>bold</b> and <i>it</i>"}
@@ -172,7 +174,8 @@ async def test_page_handlers_set_read_and_cancel_the_clipboard(sessions):
     await env.evaluate_js("() => document.addEventListener('paste', (e) => e.preventDefault(), {once: true})")
     await _act(env, _click(DST), _keys("ctrl", "a"), _keys("ctrl", "v"))
     assert await env.evaluate_js("() => window.seen") == "set by the page" and await _value(env, "#dst") == ""
-    await env.evaluate_js("() => document.addEventListener('keydown', (e) => e.ctrlKey && e.key === 'c' && e.preventDefault())")
+    await env.evaluate_js("() => document.addEventListener('keydown', (e) => e.ctrlKey && e.key === 'c' && "
+                          "e.preventDefault())")
     await _copy_source(env, "blocked")  # a page that cancels the keydown gets no copy, as in Chromium
     assert env.clipboard.data == {"text/plain": "set by the page"}
 

@@ -8,8 +8,8 @@ import signal
 
 import psutil
 import pytest
-from mintgym.action_spaces import Click
 
+from mintgym.action_spaces import Click
 from mintgym.env import registration
 from mintgym.env.episode import Episode
 from mintgym.errors import EnvironmentCrashed

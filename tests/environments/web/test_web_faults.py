@@ -9,8 +9,8 @@ import urllib.parse
 
 import pytest
 import pytest_asyncio
-from mintgym.action_spaces import Click, Drag, Goto, Key, Move, Scroll, Type, Wait, Zoom
 
+from mintgym.action_spaces import Click, Drag, Goto, Key, Move, Scroll, Type, Wait, Zoom
 from mintgym.env import registration
 from mintgym.env.episode import Episode
 
@@ -30,7 +30,10 @@ PAGE = """<!doctype html><title>Fixture</title><body style="margin:0;height:3000
   document.addEventListener('mousemove', (e) => { window.lastMove = [e.clientX, e.clientY]; });
   let dragging = false;
   document.getElementById('drag').addEventListener('mousedown', () => { dragging = true; });
-  document.addEventListener('mouseup', (e) => { if (dragging) { window.dropped = [e.clientX, e.clientY]; } dragging = false; });
+  document.addEventListener('mouseup', (e) => {
+    if (dragging) { window.dropped = [e.clientX, e.clientY]; }
+    dragging = false;
+  });
   document.addEventListener('keydown', (e) => { if (e.ctrlKey && e.key === 'b') { window.combo = true; } });
   document.addEventListener('dblclick', () => log('dbl'));
   document.addEventListener('contextmenu', (e) => { e.preventDefault(); log('right'); });

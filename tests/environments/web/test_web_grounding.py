@@ -13,20 +13,23 @@ import urllib.parse
 import numpy as np
 import pytest
 import pytest_asyncio
-from mintgym.action_spaces import Click, Key, Scroll, Type
-from mintgym.environments.web import grounding
 
+from mintgym.action_spaces import Click, Key, Scroll, Type
 from mintgym.env import registration
 from mintgym.env.episode import Episode
+from mintgym.environments.web import grounding
 
 pytestmark = [pytest.mark.web]
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 COLORS = {"red": (255, 0, 0), "green": (0, 160, 0), "blue": (0, 0, 255)}
 PAGE = """<!doctype html><title>Grounding</title><body style="margin:0;height:2000px;font:14px sans-serif">
-<div id="red" title="red block" style="position:absolute;left:20px;top:30px;width:60px;height:40px;background:#ff0000"></div>
-<div id="green" title="green block" style="position:absolute;left:200px;top:100px;width:30px;height:70px;background:#00a000"></div>
-<div id="blue" title="blue block" style="position:absolute;left:400px;top:250px;width:90px;height:20px;background:#0000ff"></div>
+<div id="red" title="red block"
+     style="position:absolute;left:20px;top:30px;width:60px;height:40px;background:#ff0000"></div>
+<div id="green" title="green block"
+     style="position:absolute;left:200px;top:100px;width:30px;height:70px;background:#00a000"></div>
+<div id="blue" title="blue block"
+     style="position:absolute;left:400px;top:250px;width:90px;height:20px;background:#0000ff"></div>
 <label style="position:absolute;left:20px;top:300px">Name <input id="name" value="Ada"></label>
 <input id="pw" type="password" aria-label="Secret" value="hunter2" style="position:absolute;left:20px;top:340px">
 <label style="position:absolute;left:20px;top:380px"><input id="cb" type="checkbox" checked> Remember me</label>
@@ -203,7 +206,8 @@ async def test_pruned_dom_channel(episode):
     small = await env.host.create({"dom_max_chars": 1000})
     try:
         await small.open(DATA_URL)
-        await small.page.evaluate("() => document.body.insertAdjacentHTML('beforeend', '<p>filler text</p>'.repeat(200))")
+        await small.page.evaluate("() => document.body.insertAdjacentHTML('beforeend', '<p>filler "
+                                  "text</p>'.repeat(200))")
         cut = (await small.side_channels(frozenset({"dom"})))["dom"]
         assert len(cut) <= 1000 + len("<!-- truncated -->") and cut.endswith("<!-- truncated -->")
     finally:

@@ -5,17 +5,16 @@ Chromium runs without root (with its own sandbox where the kernel allows)."""
 from __future__ import annotations
 
 import asyncio
-
 import urllib.parse
 from pathlib import Path
 
 import psutil
 import pytest
-from mintgym.action_spaces import Click, Goto
-from mintgym.environments.web.policy import UrlPolicy
 
+from mintgym.action_spaces import Click, Goto
 from mintgym.env import registration
 from mintgym.env.episode import Episode
+from mintgym.environments.web.policy import UrlPolicy
 
 pytestmark = [pytest.mark.web, pytest.mark.asyncio(loop_scope="module")]
 

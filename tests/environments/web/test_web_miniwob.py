@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 import pytest_asyncio
-from mintgym.action_spaces import Click, Done
-from mintgym.environments.web.miniwob.catalog import entries
-from mintgym.environments.web.miniwob.oracles import MAX_REWARD, SOLVERS, UNSOLVABLE
 
+from mintgym.action_spaces import Click, Done
 from mintgym.env import registration
 from mintgym.env.episode import Episode
+from mintgym.environments.web.miniwob.catalog import entries
+from mintgym.environments.web.miniwob.oracles import MAX_REWARD, SOLVERS, UNSOLVABLE
 from mintgym.testing import run_oracle
 
 pytestmark = [pytest.mark.web, pytest.mark.asyncio(loop_scope="module")]
@@ -193,7 +193,8 @@ _LATE_SUGGESTIONS = r"""if (/\/flight\/Alaska[^/]*\/index\.html$/.test(location.
       answered.add(id);
       setTimeout(() => $miniwob.surrogateAutocomplete(field.value.split(' ')[0], (data) => {
         if (data === null) return;
-        Alaska.$('input-selections-' + id) ? Alaska.updateInputSelections(data, id) : Alaska.buildInputSelections(data, id);
+        Alaska.$('input-selections-' + id) ? Alaska.updateInputSelections(data, id)
+          : Alaska.buildInputSelections(data, id);
         window.__lateLists++;
       }), LATE_MS);
     }

@@ -67,7 +67,8 @@ async def test_storage_messaging_blobs_and_locks_stay_in_their_session(pair):
                         " channel.onmessage = (e) => heard.push(e.data); }")
     blob = await a.evaluate_js("""async () => {
         localStorage.k = 'a'; sessionStorage.k = 'a';
-        await new Promise((done) => { const r = indexedDB.open('db'); r.onupgradeneeded = () => r.result.createObjectStore('s');
+        await new Promise((done) => { const r = indexedDB.open('db');
+                                      r.onupgradeneeded = () => r.result.createObjectStore('s');
                                       r.onsuccess = () => { r.result.close(); done(); }; });
         await (await caches.open('cache')).put('/x', new Response('a'));
         navigator.locks.request('lock', () => new Promise(() => {}));

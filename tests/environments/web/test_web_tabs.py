@@ -7,12 +7,12 @@ import re
 
 import pytest
 import pytest_asyncio
-from mintgym.action_spaces import Click, Done, Goto, Tab
-from mintgym.environments.web import grounding
-from mintgym.environments.web.env import MAX_TABS
 
+from mintgym.action_spaces import Click, Done, Goto, Tab
 from mintgym.env import registration
 from mintgym.env.episode import Episode
+from mintgym.environments.web import grounding
+from mintgym.environments.web.env import MAX_TABS
 
 pytestmark = [pytest.mark.web, pytest.mark.asyncio(loop_scope="module")]
 

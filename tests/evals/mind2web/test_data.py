@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from mintgym.evals.mind2web.data import iter_steps, load_ranks
 
 
@@ -68,7 +69,8 @@ def test_bad_tasks_and_candidates_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="holds a list of tasks, got dict"):
         list(iter_steps(tmp_path, "test_task"))
     (folder / "0.json").write_text(json.dumps([{"annotation_id": "a", "confirmed_task": "t", "action_reprs": [],
-                                                "actions": [{"action_uid": "u", "operation": {"op": "CLICK", "value": ""},
+                                                "actions": [{"action_uid": "u",
+                                                             "operation": {"op": "CLICK", "value": ""},
                                                              "pos_candidates": [{"backend_node_id": 5}],
                                                              "neg_candidates": []}]}]))
     with pytest.raises(ValueError, match=r"0.json task 0 action 0: a candidate has no backend_node_id .*got 5"):

@@ -15,6 +15,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+
 from mintgym.evals.mind2web import seeclick
 from mintgym.evals.mind2web.data import iter_steps, load_ranks
 from mintgym.evals.mind2web.metrics import official_results, score_predictions, score_step
@@ -31,7 +32,7 @@ def same(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
         return math.isclose(a, b, rel_tol=0, abs_tol=1e-12)
     return a == b
@@ -93,7 +94,8 @@ def test_multiple_choice_agrees_with_the_official_evaluation(case, tmp_path):
     assert same(mine["results"], official["results"]), (case["what"], mine["results"], official["results"])
 
 
-@pytest.mark.parametrize("case", [c for c in CASES["multiple_choice"] if "error" not in OUTCOMES["multiple_choice"][c["id"]]],
+@pytest.mark.parametrize("case", [c for c in CASES["multiple_choice"]
+                                  if "error" not in OUTCOMES["multiple_choice"][c["id"]]],
                          ids=lambda c: c["id"])
 def test_the_official_predictions_file_rescored_gives_the_official_results(case, tmp_path):
     official = OUTCOMES["multiple_choice"][case["id"]]

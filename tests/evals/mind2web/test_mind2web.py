@@ -14,14 +14,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from mintgym.action_spaces import Absolute, Normalized1000
-from mintgym.evals.mind2web.data import iter_steps, parse_box, step_from_row
-from mintgym.evals.mind2web.harness import run_split, viewport_top
-from mintgym.evals.mind2web.metrics import aggregate, op_f1
 from PIL import Image
 from typer.testing import CliRunner
 
+from mintgym.action_spaces import Absolute, Normalized1000
 from mintgym.cli import app
+from mintgym.evals.mind2web.data import iter_steps, parse_box, step_from_row
+from mintgym.evals.mind2web.harness import run_split, viewport_top
+from mintgym.evals.mind2web.metrics import aggregate, op_f1
 from mintgym.policy import AgentStep
 
 REPO = Path(__file__).resolve().parents[3]
@@ -261,7 +261,8 @@ def _run(data, out, type_answers, click_answers=("click(x=633, y=623)", "done()"
     return table, json.loads((out / "test_task" / "results.json").read_text())
 
 
-@pytest.mark.parametrize(("answer", "said", "f1"), [('select(text="wedding photographer")', "SELECT wedding photographer", 2 / 3),
+@pytest.mark.parametrize(("answer", "said", "f1"),
+                         [('select(text="wedding photographer")', "SELECT wedding photographer", 2 / 3),
                                                    ('type(text="")', "TYPE", 0.5)])
 def test_the_agent_chooses_its_operation_select_and_empty_type_included(data, tmp_path, answer, said, f1):
     _, results = _run(data, tmp_path, ["click(x=290, y=623)", answer])
@@ -272,7 +273,8 @@ def test_the_agent_chooses_its_operation_select_and_empty_type_included(data, tm
 def test_a_type_without_a_click_names_no_element_and_scores_nothing(data, tmp_path):
     _, results = _run(data, tmp_path, ['type(text="wedding photographer")'])
     typed = results["steps"][0]
-    assert (typed["element_correct"], typed["op_f1"], typed["official_prediction"]) == (False, 0.0, [typed["key"], "", ""])
+    assert (typed["element_correct"], typed["op_f1"], typed["official_prediction"]) == (False, 0.0,
+                                                                                        [typed["key"], "", ""])
     assert typed["seeclick"] == {"Ele_match": False, "Op_match": True, "Op_F1": [0, 3]}
 
 
@@ -285,9 +287,11 @@ def test_the_top_k_cut_and_the_official_files(data, tmp_path):
     assert json.loads((folder / "test_task_predictions_top3.json").read_text()) == [
         [cut["key"], "", ""], [clicked["key"], "8635", "CLICK "]]
     official = json.loads((folder / "test_task_results_top3.json").read_text())
-    assert official["element_acc"] == 0.5 and official["marco_step_acc"] == 0.5 and official["error_ratio"] == {"1": 1.0}
+    assert official["element_acc"] == 0.5 and official["marco_step_acc"] == 0.5
+    assert official["error_ratio"] == {"1": 1.0}
     assert table.startswith("Mind2Web, official multiple-choice protocol") and "50.0" in table
-    rescored = CliRunner().invoke(app, ["report", "mind2web", "--predictions", str(folder / "test_task_predictions_top3.json"),
+    rescored = CliRunner().invoke(app, ["report", "mind2web", "--predictions",
+                                        str(folder / "test_task_predictions_top3.json"),
                                         "--data", str(data), "--split", "test_task", "--top-k", "3"])
     assert rescored.exit_code == 0 and rescored.output.strip() == table, rescored.output
     neither = CliRunner().invoke(app, ["report", "mind2web"])
@@ -307,7 +311,8 @@ def test_a_ranks_file_cuts_what_it_ranks_low(data, tmp_path):
 
 
 def test_suite_options_are_checked(data, tmp_path):
-    with pytest.raises(ValueError, match=r"mind2web-test-task has no suite option 'bogus'; its options: protocol, scores"):
+    with pytest.raises(ValueError, match=r"mind2web-test-task has no suite option 'bogus'; its options: protocol, "
+                                         r"scores"):
         _run(data, tmp_path, [], bogus=1)
     with pytest.raises(ValueError, match=r"suite option protocol: Input should be 'official' or 'seeclick'"):
         _run(data, tmp_path, [], protocol="pixel")

@@ -21,17 +21,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi import FastAPI, Request
-from mintgym.evals.online_mind2web.judge import WebJudge
-from mintgym.evals.online_mind2web.official import METHODS, load_official
 from PIL import Image
 
+from mintgym.evals.online_mind2web.judge import WebJudge
+from mintgym.evals.online_mind2web.official import METHODS, load_official
 from mintgym.inference.openai import OpenAIEngine
 from mintgym.testing import serve_asgi
 
 CASES = json.loads((Path(__file__).parent / "differential" / "webjudge_cases.json").read_text())["cases"]
 # The generator's own folder writer, so both sides judge the same bytes (it imports no official code).
 _spec = importlib.util.spec_from_file_location(
-    "mintgym_tests_webjudge_generator", Path(__file__).resolve().parents[3] / "benchmarks" / "differential" / "webjudge.py")
+    "mintgym_tests_webjudge_generator",
+    Path(__file__).resolve().parents[3] / "benchmarks" / "differential" / "webjudge.py")
 generator = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generator)
 

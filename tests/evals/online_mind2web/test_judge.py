@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi import FastAPI, Request
+from PIL import Image
+from typer.testing import CliRunner
+
+from mintgym.cli import app
 from mintgym.evals.online_mind2web.judge import WebJudge, judge_results
 from mintgym.evals.online_mind2web.official import load_official
 from mintgym.evals.online_mind2web.prompts import FALLBACK_LABEL, mintgym_fallback
 from mintgym.evals.online_mind2web.report import load_verdicts
 from mintgym.evals.online_mind2web.results import OnlineTask, read_result, write_result
-from PIL import Image
-from typer.testing import CliRunner
-
-from mintgym.cli import app
 from mintgym.inference.openai import OpenAIEngine
 from mintgym.trajectory.store import TrajectoryWriter
 from mintgym.trajectory.types import StepRecord, Trajectory
@@ -99,11 +99,13 @@ def test_webjudge_asks_with_the_copy_s_prompts_and_keeps_screenshots_rated_3_or_
                                                                        ("10.png", 5)]
     assert verdict.kept_images == ["1.png", "10.png"]
     assert verdict.key_points == "\n1. Open Discogs support\n2. Overview of the submission of releases"
-    assert calls[0]["system"] == mini.key_points_system and calls[0]["text"] == f"Task: {json.loads(EXAMPLE.read_text())['task']}"
+    assert calls[0]["system"] == mini.key_points_system
+    assert calls[0]["text"] == f"Task: {json.loads(EXAMPLE.read_text())['task']}"
     final = calls[-1]
     assert final["system"] == mini.verdict_system and final["images"] == [RED, RED]
     assert final["text"] == verdict.input_text and "|A=1. <div role=\"button\"> -> CLICK" in final["text"]
-    assert final["text"].endswith("|S=1. The guidelines overview page is open.\n2. The guidelines overview page is open.")
+    assert final["text"].endswith("|S=1. The guidelines overview page is open.\n2. The guidelines overview page is "
+                                  "open.")
     assert all(c["body"]["temperature"] == 0.0 and c["body"]["max_tokens"] == 512 for c in calls)
     assert all("logprobs" not in c["body"] for c in calls)
     assert len(calls) == 1 + 4 + 1  # key points, one rating per screenshot, the verdict
@@ -156,7 +158,7 @@ def test_write_result_from_a_trajectory(tmp_path):
                                                                task.task, "vlm"))
     shots = [np.full((40, 50, 3), v, np.uint8) for v in (10, 20)]
     actions = [{"type": "click", "x": 5, "y": 6}, {"type": "done", "answer": "The overview page is open"}]
-    for i, (shot, action) in enumerate(zip(shots, actions)):
+    for i, (shot, action) in enumerate(zip(shots, actions, strict=True)):
         writer.step(StepRecord(i, f"f{i}", writer.frame(shot), (50, 40), action, text=f"thinking {i}"))
     writer.trajectory.final_screenshot = writer.frame(np.full((40, 50, 3), 30, np.uint8))
     path = writer.close()

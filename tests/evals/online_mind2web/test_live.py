@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
-from mintgym.evals.online_mind2web.live import hosts_for, run_live, site_url
-from mintgym.evals.online_mind2web.results import OnlineTask, read_result
 from PIL import Image
 
 from mintgym.errors import MintGymError
+from mintgym.evals.online_mind2web.live import hosts_for, run_live, site_url
+from mintgym.evals.online_mind2web.results import OnlineTask, read_result
 from mintgym.policy import AgentStep
 
 HOME = """<!doctype html><html><body style="margin:0;background:#fff">

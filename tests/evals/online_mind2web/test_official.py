@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from mintgym.evals.online_mind2web.official import METHODS, load_official
 from mintgym.evals.online_mind2web.prompts import FIELDS, mintgym_fallback, template_fields
 

@@ -8,6 +8,9 @@ import random
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from mintgym.cli import app
 from mintgym.evals.online_mind2web.report import (
     AUTHORS_JSONL,
     UNLABELLED,
@@ -17,9 +20,6 @@ from mintgym.evals.online_mind2web.report import (
     verdict_sources,
 )
 from mintgym.evals.online_mind2web.results import load_tasks
-from typer.testing import CliRunner
-
-from mintgym.cli import app
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "online_mind2web"
 V1, V2 = DATA / "Online_Mind2Web.v1_2025-04.json", DATA / "Online_Mind2Web.v2_2025-12.json"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from mintgym.evals.online_mind2web.results import V2, read_result
 from PIL import Image
+
+from mintgym.evals.online_mind2web.results import V2, read_result
 
 
 def _folder(root, result, files=("0.png",)):

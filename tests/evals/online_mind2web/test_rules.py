@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 
 import pytest
+
 from mintgym.evals.online_mind2web import rules
 from mintgym.evals.online_mind2web.rules import (
     ScreenshotRating,

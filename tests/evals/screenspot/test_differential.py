@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
+
+from mintgym.cli import app
 from mintgym.evals.screenspot.data import expand_pro, load_pro, load_screenspot
 from mintgym.evals.screenspot.options import ProOptions
 from mintgym.evals.screenspot.scoring import classify, negative_verdict, normalized_point, pro_breakdowns, split_table
 from mintgym.evals.suite_options import parse_suite_options
-from typer.testing import CliRunner
-
-from mintgym.cli import app
 
 CASES = json.loads((Path(__file__).parent / "differential" / "screenspot_cases.json").read_text())
 SPLITS = ("mobile", "desktop", "web")
@@ -37,7 +37,8 @@ def _xyxy(bbox: list[float]) -> tuple[float, float, float, float]:
 
 def test_the_cases_are_many_and_adversarial():
     pro_points = CASES["pro"][0]["cases"]
-    assert len(CASES["seeclick"]["cases"]) + len(pro_points) + len(CASES["seeclick"]["records"]) + len(CASES["pro"]) >= 100
+    seeclick = CASES["seeclick"]
+    assert len(seeclick["cases"]) + len(pro_points) + len(seeclick["records"]) + len(CASES["pro"]) >= 100
     outcomes = {c["official"] for c in [*CASES["seeclick"]["cases"], *pro_points]}
     assert outcomes == {"correct", "wrong", "wrong_format"}
     assert {c["frame"].split(":")[0] for c in pro_points} == {"absolute", "resized_absolute", "normalized_1000",
@@ -138,7 +139,8 @@ def test_pro_runs_agree(tmp_path, run):
 def test_the_group_none_row_covers_every_record_as_officially():
     run = CASES["pro"][1]
     assert any(d["group"] is None for d in run["official"]["details"])
-    assert run["official"]["metrics"]["leaderboard_simple_style"]["group:None"]["num_total"] == len(run["official"]["details"])
+    simple = run["official"]["metrics"]["leaderboard_simple_style"]
+    assert simple["group:None"]["num_total"] == len(run["official"]["details"])
 
 
 @pytest.mark.parametrize("run", [r for r in CASES["pro"] if "details" in r["official"]], ids=lambda r: r["name"])

@@ -12,13 +12,13 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from mintgym.agents.vlm import VLMAgent
-from mintgym.evals.screenspot.data import load_screenspot
-from mintgym.evals.screenspot.harness import run_screenspot
 from PIL import Image
 from typer.testing import CliRunner
 
+from mintgym.agents.vlm import VLMAgent
 from mintgym.cli import app
+from mintgym.evals.screenspot.data import load_screenspot
+from mintgym.evals.screenspot.harness import run_screenspot
 from mintgym.inference.base import InferenceEngine
 from mintgym.inference.types import Generation, GenerationRequest
 
@@ -209,13 +209,15 @@ def test_mintgym_eval_runs_the_screenspot_pro_suite_with_the_vlm_agent(tmp_path,
     # the centres of the two boxes on the 0-1000 grid of the 1280x800 screenshots (UI-TARS style)
     httpx.post(f"{server}/control/pro", json=["click(x=508, y=400)", "click(x=22, y=960)"]).raise_for_status()
     args = ["eval", "--suite", "screenspot-pro", "--data", str(tmp_path / "data"), "--agent", "vlm", "--engine",
-            "openai", "--base-url", f"{server}/script-pro/v1", "--frame", "normalized_1000", "--out", str(tmp_path / "run")]
+            "openai", "--base-url", f"{server}/script-pro/v1", "--frame", "normalized_1000", "--out",
+            str(tmp_path / "run")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "group:Dev" in result.output and "overall        2      2             0     100.0" in result.output
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
     assert saved["frames"] == ["normalized_1000"] and saved["config"]["engine"] == "openai"
-    rescored = CliRunner().invoke(app, ["report", "screenspot", "--predictions", str(tmp_path / "run" / "results.json")])
+    rescored = CliRunner().invoke(app, ["report", "screenspot", "--predictions",
+                                        str(tmp_path / "run" / "results.json")])
     assert rescored.exit_code == 0 and "2/2 match the stored correctness" in rescored.output
     missing = CliRunner().invoke(app, ["eval", "--suite", "screenspot-pro", "--agent", "vlm"])
     assert missing.exit_code == 2 and "--data is for the data suites" in missing.output
@@ -241,7 +243,8 @@ def test_a_run_with_another_agent_or_sample_set_is_refused_and_force_starts_afre
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(MintGymError, match=r"run was made by --model a; this run is --model b: give another --out"):
         run_screenspot(samples, lambda: VLMAgent(model, frame="absolute"), out, describe={"agent": "vlm", "model": "b"})
-    with pytest.raises(MintGymError, match=r"run was made by --data screenspot-pro: 2 samples, .*; this run is --data screenspot-pro: 1 samples"):
+    with pytest.raises(MintGymError, match=r"run was made by --data screenspot-pro: 2 samples, .*; this run is --data "
+                                           r"screenspot-pro: 1 samples"):
         run_screenspot(samples[:1], lambda: VLMAgent(model, frame="absolute"), out,
                        describe={"agent": "vlm", "model": "a"})
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before and len(model.shown) == 2
@@ -266,7 +269,8 @@ class FixedAnswers(TargetModel):
 
 
 def _border_layout(root: Path) -> None:
-    """Two 1000x800 samples whose box's right edge is at x = 300 px, and one 3000x2000 with its box on the right border."""
+    """Two 1000x800 samples whose box's right edge is at x = 300 px, and one 3000x2000 with its box on the right
+    border."""
     (root / "annotations").mkdir(parents=True)
     common = {"application": "vscode", "platform": "windows", "group": "Dev", "ui_type": "text"}
     rows = [{"img_filename": "a.png", "bbox": [250, 300, 300, 340], "img_size": [1000, 800], "instruction": "save",
@@ -283,7 +287,8 @@ def _border_layout(root: Path) -> None:
 def test_the_models_own_numbers_decide_at_box_borders(tmp_path):
     _border_layout(tmp_path / "data")
     samples = load_screenspot(tmp_path / "data")
-    relative = FixedAnswers({"save": "click(x=0.3002, y=0.4)", "open": "click(x=0.3, y=0.4)", "close": "click(x=1.0, y=0.465)"})
+    relative = FixedAnswers({"save": "click(x=0.3002, y=0.4)", "open": "click(x=0.3, y=0.4)",
+                             "close": "click(x=1.0, y=0.465)"})
     results = run_screenspot(samples, lambda: VLMAgent(relative, frame="relative"), tmp_path / "rel")
     # 0.3002 is past the edge at 0.3 (pixel 300 after rounding would be inside); 1.0 is the right border, inside
     assert [r["correctness"] for r in results["details"]] == ["wrong", "correct", "correct"]
@@ -294,7 +299,8 @@ def test_the_models_own_numbers_decide_at_box_borders(tmp_path):
     assert results["details"][2]["frame"] == "resized_absolute:2996x1988"
     # the agent's pixel frame refuses x = 2996 (its pixels run 0..2995); the official test counts the point
     assert results["details"][2]["correctness"] == "correct" and "outside the image" in results["details"][2]["error"]
-    rescored = CliRunner().invoke(app, ["report", "screenspot", "--predictions", str(tmp_path / "qwen" / "results.json")])
+    rescored = CliRunner().invoke(app, ["report", "screenspot", "--predictions",
+                                        str(tmp_path / "qwen" / "results.json")])
     assert rescored.exit_code == 0 and "3/3 match the stored correctness" in rescored.output
 
 
@@ -328,8 +334,10 @@ def test_negative_ground_truth_styles_and_languages_run_from_the_cli(tmp_path, s
 def test_chinese_instructions_and_one_sample_per_id(tmp_path):
     _border_layout(tmp_path / "data")
     samples = load_screenspot(tmp_path / "data", lang="cn")
-    assert [s.instruction for s in samples] == ["保存", "打开", "关闭"] and samples[0].key == "s0|instruction|positive|cn"
-    model = FixedAnswers({"保存": "click(x=0.27, y=0.4)", "打开": "click(x=0.27, y=0.4)", "关闭": "click(x=0.99, y=0.46)"})
+    assert [s.instruction for s in samples] == ["保存", "打开", "关闭"]
+    assert samples[0].key == "s0|instruction|positive|cn"
+    model = FixedAnswers({"保存": "click(x=0.27, y=0.4)", "打开": "click(x=0.27, y=0.4)",
+                          "关闭": "click(x=0.99, y=0.46)"})
     results = run_screenspot(samples, lambda: VLMAgent(model, frame="relative"), tmp_path / "run")
     assert [r["correctness"] for r in results["details"]] == ["correct"] * 3
     assert all(r["lang"] == "cn" for r in results["details"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from mintgym.evals.screenspot.options import GT_TYPES, INSTRUCTION_STYLES, ProOptions, SeeClickOptions
 from mintgym.evals.suite_options import parse_suite_options
 

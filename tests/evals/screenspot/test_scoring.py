@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from mintgym.cli import app
 from mintgym.evals.screenspot.scoring import (
     agreement,
     classify,
@@ -18,9 +21,6 @@ from mintgym.evals.screenspot.scoring import (
     split_table,
     stored_verdicts,
 )
-from typer.testing import CliRunner
-
-from mintgym.cli import app
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
 PRO_RESULTS = DATA / "screenspot" / "screenspot_pro_qwen2vl_results_subset49.json"
@@ -112,7 +112,8 @@ def test_results_files_with_one_sample_twice_are_refused(tmp_path):
     record = {"id": "a", "pred": [1, 2], "bbox": [0, 0, 5, 5], "instruction_style": "instruction",
               "gt_type": "positive", "lang": "en", "correctness": "correct"}
     (tmp_path / "r.json").write_text(json.dumps({"details": [record, {**record, "lang": "cn"}, record]}))
-    with pytest.raises(ValueError, match=r"records 0 and 2 are the same sample \('a', 'instruction', 'positive', 'en'\)"):
+    with pytest.raises(ValueError,
+                       match=r"records 0 and 2 are the same sample \('a', 'instruction', 'positive', 'en'\)"):
         read_results(tmp_path / "r.json")
     negative = {k: v for k, v in record.items() if k not in ("bbox", "pred")} | {"gt_type": "negative"}
     (tmp_path / "n.json").write_text(json.dumps([negative]))

@@ -48,7 +48,8 @@ async def test_open_tabs_then_read_them_and_close_one(env, site):
     assert {"title": "Page B", "url": f"{site}/b.html"} in tabs
     active = await GETTERS["active_tab_info"](env, {})
     assert active["url"] == f"{site}/b.html" and "<h1 id=\"h\">Page B</h1>" in active["content"]
-    assert await GETTERS["active_tab_url"](env, {}) == f"{site}/b.html"  # DevTools; the address bar: test_desktop_accessibility
+    # DevTools; the address bar: test_desktop_accessibility
+    assert await GETTERS["active_tab_url"](env, {}) == f"{site}/b.html"
     from mintgym.environments.desktop.devtools import browser
 
     async with browser(env.devtools()) as handle:  # the user switches back to the first tab

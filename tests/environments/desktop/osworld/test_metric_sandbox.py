@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from mintgym.environments.desktop.osworld import metric_loader, metric_sandbox
 from mintgym.environments.desktop.osworld.metrics import metric
 

@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from mintgym.environments.desktop.osworld import metric_loader
 from mintgym.environments.desktop.osworld.availability import why_unavailable
 from mintgym.environments.desktop.osworld.loader import parse_task

@@ -12,12 +12,13 @@ import sys
 from collections import defaultdict
 
 import pytest
+
 from mintgym.environments.desktop.osworld import metric_loader
 from mintgym.environments.desktop.osworld.availability import metric_unavailable
 from mintgym.environments.desktop.osworld.loader import load_examples
-from mintgym.environments.desktop.osworld.metric_cases import build_cases
-from mintgym.environments.desktop.osworld.metric_diff import compare, key, load_outcomes, ours, stored, table
 from mintgym.environments.desktop.osworld.metrics import ROUTES, metric
+from tests.environments.desktop.osworld.cases.metric_cases import build_cases
+from tests.environments.desktop.osworld.cases.metric_diff import compare, key, load_outcomes, ours, stored, table
 
 pytestmark = pytest.mark.skipif(not metric_loader.available(),
                                 reason=f"desktop-env is not installed: {metric_loader.INSTALL_HINT}")
@@ -73,7 +74,7 @@ def test_cases_cover_every_option_the_bundled_tasks_use(tmp_path):
         pytest.skip("the shared OSWorld data is not present")
     used: dict[str, set[str]] = defaultdict(set)
     for spec in specs:
-        for func, options in zip(spec.evaluator.funcs, spec.evaluator.options):
+        for func, options in zip(spec.evaluator.funcs, spec.evaluator.options, strict=True):
             used[func] |= set(options)
             used[func] |= {f"rule:{r['type']}" for r in options.get("rules", [])}
             used[func] |= {f"rule:{s['type']}" for r in options.get("rules", []) for s in r.get("rules", [])}

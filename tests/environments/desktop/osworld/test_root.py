@@ -8,8 +8,14 @@ import sys
 
 import pytest
 
-from mintgym.environments.desktop.osworld.loader import (ROOT_VARIABLE, OSWorldRootError, check_root, examples_dir,
-                                          load_examples, task_lists)
+from mintgym.environments.desktop.osworld.loader import (
+    ROOT_VARIABLE,
+    OSWorldRootError,
+    check_root,
+    examples_dir,
+    load_examples,
+    task_lists,
+)
 
 pytestmark = pytest.mark.skipif(examples_dir() is None, reason="the shared OSWorld data is not present")
 
