@@ -57,6 +57,8 @@ log = logging.getLogger("mintgym.web")
 _CLOSED_MARKERS = ("Target crashed", "has been closed", "Target closed", "Browser closed", "crashed")
 #: Tabs a session may hold open at once (the task's own tab included).
 MAX_TABS = 8
+SETUP_NAVIGATION_TRIES = 3  # a task's setup navigation, when a leftover navigation interrupts it
+_INTERRUPTED_MARKERS = ("interrupted by another navigation", "net::ERR_ABORTED")
 #: Side channels this environment can fill (``dom`` once the core carries it).
 WEB_SIDE_CHANNELS = frozenset(DECLARATION.channels or ())
 
@@ -288,7 +290,16 @@ class WebEnvironment(Environment):
         if reason is not None:
             raise ValueError(f"cannot open {url}: {reason}")
         self.page = self.main_page
-        await self._guard(self.main_page.goto(url, wait_until=wait_until, timeout=timeout_s * 1000))
+        for attempt in range(SETUP_NAVIGATION_TRIES):
+            try:
+                await self._guard(self.main_page.goto(url, wait_until=wait_until, timeout=timeout_s * 1000))
+                return
+            except PlaywrightError as err:
+                # A navigation the last episode left in flight (a blocked redirect's error page, a meta refresh)
+                # can commit during the setup's own; the setup is ours to repeat, so it goes again.
+                if not any(m in str(err) for m in _INTERRUPTED_MARKERS) or attempt == SETUP_NAVIGATION_TRIES - 1:
+                    raise
+                log.debug("setup navigation to %s interrupted, again: %s", url, str(err).splitlines()[0])
 
     async def _guard(self, coro):
         """Await a Playwright call, turning 'the page/browser is gone' into EnvironmentCrashed."""

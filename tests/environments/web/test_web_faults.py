@@ -193,3 +193,27 @@ async def test_screenshot_pixels_are_click_pixels(episode):
     assert out.observation.zoom == (10, 120, 50, 160)
     assert out.observation.screenshot.shape == (600, 800, 3)
     assert tuple(out.observation.screenshot[300, 400]) == (255, 0, 0)
+
+
+async def test_a_navigation_left_in_flight_does_not_break_the_next_setup(host):
+    """A page's own navigation (what a blocked redirect's error page or a meta refresh does after the agent's
+    last step) that commits during a task's setup navigation: the setup goes again and lands where it should."""
+    async def answer_late(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        await asyncio.sleep(1.5)
+        body = b"<title>Late</title>late"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer_late, "127.0.0.1", 0)
+    late = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/setup"
+    env = await host.create({"allow": [urllib.parse.urlsplit(late).netloc]})
+    try:
+        await Episode(env).reset(registration.task("webapps/mail-send"), 0)
+        await env.page.evaluate("setTimeout(() => { location.href = 'http://203.0.113.7/blocked'; }, 300)")
+        await env.open(late)
+        assert env.main_page.url == late and await env.main_page.title() == "Late"
+    finally:
+        await env.close()
+        server.close()
