@@ -1,4 +1,5 @@
-"""Test agents that need no model: ``scripted`` plays the task's oracle, ``random`` acts at random.
+"""Agents that need no model: ``scripted`` plays the task's oracle, ``mistaken-oracle`` plays it with
+deliberate wrong answers (an imperfect teacher), ``random`` acts at random.
 
 The scripted agent proves the reward path end to end: the oracle's actions are ordinary shared actions,
 sent through the env server's step like any model's.
@@ -37,6 +38,38 @@ class ScriptedAgent:
             return AgentStep(Done(), text=render_action(Done()))
         action = self.context.action_set.build(data)
         return AgentStep(action, text=render_action(action))
+
+
+class MistakenOracle(ScriptedAgent):
+    """The task's oracle as an imperfect teacher: where the oracle answers a key of ``answers`` (``done(answer=
+    ...)``), it answers that key's value instead with probability ``rate``, drawn per episode from its seed (the
+    same seed, the same mistake). Everything else is the oracle's. A warm start cloning it (``warm_start.
+    demonstrator: mistaken-oracle`` with ``successful_only: false``) inherits its confusions; RL has to undo them.
+    """
+
+    name = "mistaken-oracle"
+
+    def __init__(self, answers: dict[str, str], rate: float = 1.0) -> None:
+        super().__init__()
+        if not answers:
+            raise ValueError("mistaken-oracle needs answers: {the oracle's answer: the one given instead}")
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"mistaken-oracle: rate is a probability in [0, 1], got {rate}")
+        self.answers = {str(k): str(v) for k, v in answers.items()}
+        self.rate = rate
+        self.rng = random.Random()
+
+    async def start(self, context: AgentContext) -> None:
+        await super().start(context)
+        self.rng.seed(f"{context.task_id}/{context.seed}")
+
+    async def act(self, observation: Observation) -> AgentStep:
+        step = await super().act(observation)
+        action = step.action
+        if isinstance(action, Done) and action.answer in self.answers and self.rng.random() < self.rate:
+            action = action.model_copy(update={"answer": self.answers[action.answer]})
+            return AgentStep(action, text=render_action(action))
+        return step
 
 
 class RandomAgent:

@@ -49,6 +49,7 @@ def one_line(err: BaseException) -> tuple[str, int]:
     import json
 
     from mintgym.errors import BackendError, MintGymError, RegistrationError, ServerError, first_line
+    from mintgym.extras import install_hint
 
     first = first_line(err)
     if isinstance(err, (RegistrationError, ServerError)) or type(err) is MintGymError:
@@ -57,6 +58,8 @@ def one_line(err: BaseException) -> tuple[str, int]:
         return f"{first} (run with --debug for the server log)", 1
     if isinstance(err, MintGymError):
         return f"{type(err).__name__}: {first}", 1
+    if isinstance(err, ModuleNotFoundError) and (hint := install_hint(first)):
+        return f"this command {hint}", 2
     if isinstance(err, FileNotFoundError):
         return f"no such file or folder: {err.filename or first}; check the path", 2
     if isinstance(err, IsADirectoryError):

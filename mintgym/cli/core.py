@@ -20,6 +20,7 @@ from mintgym.cli.agent_options import (
     with_agent_options,
 )
 from mintgym.cli.declared_options import Declared, with_declared_options
+from mintgym.extras import install_hint, missing_extra
 
 
 def register(app: typer.Typer) -> None:
@@ -50,50 +51,19 @@ def envs(packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> Non
         if not found and any(extra == domain for _, extra in broken.values()):
             note = f"  [not installed: pip install 'mintgym[{domain}]']"
         typer.echo(f"{domain:10s} {len(found):5d} tasks {runnable:5d} runnable here{note}")
-    for pack, (error, extra) in sorted(broken.items()):
-        if extra is not None:
-            module = _missing_module(error)
-            error = f"it needs {module!r}, from the {extra} extra: pip install 'mintgym[{extra}]'"
-        typer.echo(f"(task pack {pack!r} did not load: {error})", err=True)
+    for pack, (error, _) in sorted(broken.items()):
+        hint = install_hint(error, pack)
+        typer.echo(f"(task pack {pack!r} did not load: {f'it {hint}' if hint else error})", err=True)
 
 
-#: Import names that differ from their distribution's name (the others are the name, less a python-/py prefix).
-_IMPORT_NAMES = {"cv2": "opencv-python-headless", "bs4": "beautifulsoup4", "skimage": "scikit-image",
-                 "fitz": "pymupdf", "PIL": "pillow"}
-
-
-def _missing_module(error: str) -> str | None:
-    import re
-
-    found = re.search(r"No module named '([^']+)'", error)
-    return found.group(1).split(".")[0] if found else None
-
-
-def missing_extra(error: str, pack: str) -> str | None:
-    """The MintGym extra whose install provides the module an import ``error`` names as missing (the one named
-    like ``pack`` when several do), from the installed package's metadata; None when no extra does."""
-    import importlib.metadata
-    import re
-
-    module = _missing_module(error)
-    if module is None:
-        return None
-    try:
-        requires = importlib.metadata.metadata("mintgym").get_all("Requires-Dist") or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    wanted = _IMPORT_NAMES.get(module, module).lower().replace("_", "-")
-    extras = []
-    for requirement in requires:
-        found = re.match(r"\s*([A-Za-z0-9._-]+).*extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
-        if not found or found.group(2) == "all":
-            continue
-        dist = found.group(1).lower().replace("_", "-")
-        if wanted in (dist, dist.removeprefix("python-"), dist.removeprefix("py")):
-            extras.append(found.group(2))
-    if not extras:
-        return None
-    return pack if pack in extras else extras[0]
+def _not_installed(name: str, broken_packs: dict[str, str]) -> str | None:
+    """``did not load: it needs ..., from the X extra: pip install ...`` when ``name`` (a domain or pack) is a
+    pack, or the extra of a pack, that failed to load for want of an extra; else None."""
+    for pack, error in sorted(broken_packs.items()):
+        hint = install_hint(error, pack)
+        if hint and name in (pack, missing_extra(error, pack)):
+            return f"did not load: it {hint}"
+    return None
 
 
 def domain_unavailable(domain: str) -> str | None:
@@ -117,6 +87,9 @@ def tasks(domain: str | None = typer.Argument(None, help="a domain (pytool, web,
     if domain:
         found = [t for t in found if t.domain == domain or t.id.startswith(domain.rstrip("/") + "/")]
         if not found:
+            not_installed = _not_installed(domain.rstrip("/"), registration.broken_packs)
+            if not_installed:
+                raise fail(f"no tasks for {domain!r}: its task pack {not_installed}")
             known = ", ".join(registration.domains())
             raise fail(f"no tasks for {domain!r}; domains: {known} (or an id prefix such as miniwob)")
     reasons: dict[str, int] = {}

@@ -321,6 +321,15 @@ class WarmStartConfig(Section):
                          "those episodes with the run's agent (as ``mintgym export --agent`` does) to "
                          "``<out>/warm_start/dataset``, and train on it. Held-out ``eval_seeds`` are never "
                          "played (a task's ``seeds`` and ``oracle_seeds`` may not hold any).")
+    demonstrator: str = Field("scripted", description="With ``oracle: true``, the agent that plays the "
+                              "demonstrations: ``scripted`` (the task's own oracle) or your ``module:Class`` / "
+                              "``module:factory``, which is given the oracle too (an imperfect teacher, a heuristic "
+                              "bot; see examples/agents/confused_teacher.py).")
+    demonstrator_options: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments of the "
+                                                 "demonstrator.")
+    successful_only: bool = Field(True, description="With ``oracle: true``, clone only the demonstrations the task "
+                                  "scored a success; false: every one as the demonstrator played it, its mistakes "
+                                  "included (a teacher whose demonstrations are not checked).")
     dataset: str | None = Field(None, description="Or a dataset written by ``mintgym export RUN --agent KIND``.")
     steps: int = Field(0, ge=0, description="Supervised steps (0: no warm start).")
     lr: float | None = Field(None, gt=0, description="Adam learning rate of the supervised steps (None: "
@@ -334,6 +343,10 @@ class WarmStartConfig(Section):
             raise ValueError("give oracle: true or a dataset, not both")
         if self.steps and not (self.oracle or self.dataset):
             raise ValueError("steps needs a source: set oracle: true, or dataset: PATH")
+        if (self.demonstrator != "scripted" or self.demonstrator_options or not self.successful_only) \
+                and not self.oracle:
+            raise ValueError("demonstrator, demonstrator_options and successful_only are about the demonstrations "
+                             "of oracle: true; set oracle: true")
         return self
 
 

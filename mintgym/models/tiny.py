@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mintgym.models.loading import quiet_progress
+
 #: The Qwen2-VL special tokens, in the order Qwen2-VL numbers them (after the BPE vocabulary).
 SPECIAL_TOKENS: tuple[str, ...] = (
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -218,7 +220,8 @@ def _build_qwen2_vl(out: Path, *, seed: int, hidden_size: int, num_layers: int, 
     model.generation_config.pad_token_id = ids["<|endoftext|>"]
     model.generation_config.bos_token_id = ids["<|endoftext|>"]
     model.generation_config.do_sample = False
-    model.save_pretrained(out)
+    with quiet_progress():  # no bar among a training run's start-up lines (it builds the model on first use)
+        model.save_pretrained(out)
 
     image_processor = Qwen2VLImageProcessorPil(min_pixels=min_pixels, max_pixels=max_pixels,
                                                patch_size=14, merge_size=2, temporal_patch_size=2)
@@ -258,7 +261,8 @@ def _build_idefics3(out: Path, *, seed: int, hidden_size: int, num_layers: int, 
     model.generation_config.pad_token_id = pad
     model.generation_config.bos_token_id = pad
     model.generation_config.do_sample = False
-    model.save_pretrained(out)
+    with quiet_progress():
+        model.save_pretrained(out)
     side = {"longest_edge": IDEFICS3_IMAGE_SIZE}
     images = Idefics3ImageProcessorPil(do_image_splitting=False, size=side, max_image_size=side)
     tokens = (IDEFICS3_IMAGE_SIZE // IDEFICS3_PATCH_SIZE) ** 2 // IDEFICS3_SCALE_FACTOR ** 2

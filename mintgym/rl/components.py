@@ -1,12 +1,13 @@
 """Layer 7: the live parts of one RL run, built from the typed config in order, closed in one place.
 
-:class:`Run` starts (or joins) Ray, the weight transport, the env servers, the trajectory buffer actor,
-the learner (resumed from the run's last checkpoint) and the rollout worker actors. It supervises the
-workers (restarts, sync-mode collection) and the env servers it started (a dead one is restarted and the
-workers moved to it; one that cannot be restarted fails the run, naming it), reports what the workers'
-episodes did each step (failures by kind, groups lost), checkpoints, and ``close()`` stops everything it
-started. Under torchrun it is rank 0's: its learner's calls are run by every rank on its shard
-(:mod:`mintgym.rl.lockstep`). The loop that drives it is :func:`mintgym.rl.run.train`.
+:class:`Run` starts (or joins) Ray, the weight transport, reserves the pods that pair rollout workers with
+their ``provider: ray`` env servers on one node (:mod:`mintgym.rl.placement`), starts the env servers, the
+trajectory buffer actor, the learner (resumed from the run's last checkpoint) and the rollout worker actors.
+It supervises the workers (restarts, sync-mode collection) and the env servers it started (a dead one is
+restarted, in its pod, and the workers moved to it; one that cannot be restarted fails the run, naming it),
+reports what the workers' episodes did each step (failures by kind, groups lost), checkpoints, and
+``close()`` stops everything it started. Under torchrun it is rank 0's: its learner's calls are run by every
+rank on its shard (:mod:`mintgym.rl.lockstep`). The loop that drives it is :func:`mintgym.rl.run.train`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mintgym.config import RunConfig
 from mintgym.errors import BackendError, MintGymError
 from mintgym.rl import wiring
 from mintgym.rl.lockstep import LockstepLearner, Ranks
+from mintgym.rl.placement import Placement
 from mintgym.rl.sync import WeightSync, worker_doing
 from mintgym.runtime.fleet import ServerGroup
 from mintgym.runtime.providers import ServerHandle
@@ -85,11 +87,13 @@ class Run:
         self.cfg, self.out, self.log, self.ranks = cfg, out, log, ranks
         seed_all(cfg.train.seed)  # a resume then sets them as its checkpoint saved them
         torch.set_num_threads(cfg.rollout.torch_threads)
-        self.model_path = wiring.model_path(cfg)
+        self.model_path = wiring.model_path(cfg, log)
         self.workers: list[Any] = []
         self.buffer = None
         #: Env servers started here, one group per domain.
         self.servers: list[ServerGroup] = []
+        #: The placement groups pairing workers with their ray env servers (None: nothing to pair).
+        self.placement: Placement | None = None
         self.run_refs: dict[int, Any] = {}
         self.restarts = 0
         #: Env servers restarted after they died.
@@ -111,8 +115,9 @@ class Run:
     def _start(self) -> None:
         cfg = self.cfg
         self.weights = wiring.weight_transport(cfg, self.out)
+        self.placement = Placement.reserve(cfg, self.log)
         self.log(f"starting env servers: {', '.join(cfg.domains)}")
-        self.env_urls = wiring.env_servers(cfg, self.servers)
+        self.env_urls = wiring.env_servers(cfg, self.servers, self.placement)
         self.buffer = self._build_buffer()
         self.log(f"loading the model into the learner: {self.model_path}")
         self.step = self._build_learner()
@@ -153,14 +158,15 @@ class Run:
         from mintgym.rollout.ray_worker import RolloutWorker, WorkerSpec
 
         cfg, ro = self.cfg, self.cfg.rollout
-        actor = ray.remote(RolloutWorker).options(max_restarts=ro.max_restarts, max_task_retries=0,
-                                                  num_cpus=ro.worker_num_cpus, num_gpus=ro.worker_num_gpus,
-                                                  resources=ro.worker_resources or None, max_concurrency=1000)
+        actor = ray.remote(RolloutWorker)
+        options = {"max_restarts": ro.max_restarts, "max_task_retries": 0, "num_cpus": ro.worker_num_cpus,
+                   "num_gpus": ro.worker_num_gpus, "resources": ro.worker_resources or None, "max_concurrency": 1000}
         for i in range(ro.workers):
             spec = WorkerSpec(worker_id=i, run=cfg, env_urls=wiring.servers_of_worker(self.env_urls, i, ro.workers),
                               model_path=self.model_path, seed=cfg.train.seed * 1000 + self.step)
+            placed = self.placement.worker_options(i) if self.placement else {}
             with wiring.ray_quiet(self.out, not cfg.log.ray):
-                self.workers.append(actor.remote(spec, self.buffer, self.weights))
+                self.workers.append(actor.options(**options, **placed).remote(spec, self.buffer, self.weights))
 
     # -- workers --------------------------------------------------------------------------------------
 
@@ -321,6 +327,9 @@ class Run:
             for group in self.servers:
                 group.stop(grace=2.0 if fast else 10.0)
             self.servers = []
+            if self.placement is not None:
+                self.placement.release()
+                self.placement = None
             if self._own_ray:
                 ray.shutdown()
         finally:

@@ -14,7 +14,9 @@ Then ``steps`` supervised steps (:mod:`mintgym.trainer.sft`) train the learner's
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -39,11 +41,33 @@ def oracle_jobs(cfg: RunConfig) -> dict[str, list[Any]]:
     return jobs
 
 
+def demonstrator(cfg: RunConfig) -> Any:
+    """A new demonstrator agent (``warm_start.demonstrator`` with its options); MintGymError naming what is wrong
+    with it (not found, options it does not take, not an agent)."""
+    from mintgym.agents import make_agent
+
+    ws = cfg.warm_start
+    try:
+        return make_agent(ws.demonstrator, **ws.demonstrator_options)
+    except (ValueError, TypeError) as err:
+        raise MintGymError(f"warm_start.demonstrator: {err}") from None
+
+
+def demonstrations_folder(cfg: RunConfig, out: Path) -> Path:
+    """Where the demonstrator's episodes go: ``<out>/warm_start/oracle`` for the task's oracle, else a folder
+    named by the demonstrator and its options (a rerun with another teacher does not resume the first one's)."""
+    ws = cfg.warm_start
+    if ws.demonstrator == "scripted" and not ws.demonstrator_options:
+        return out / "warm_start" / "oracle"
+    spec = json.dumps([ws.demonstrator, ws.demonstrator_options], sort_keys=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", ws.demonstrator).strip("-")[:40]
+    return out / "warm_start" / f"demos-{name}-{hashlib.sha256(spec.encode()).hexdigest()[:8]}"
+
+
 def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
                 log: Callable[[str], None] = print) -> dict[str, int]:
-    """Play each task's oracle once on each of its ``oracle_seeds`` (else its training ``seeds``) into
-    ``run_dir``; returns {task: successes}."""
-    from mintgym.agents import make_agent
+    """Play the demonstrator (the task's oracle unless ``warm_start.demonstrator`` names another agent) once on
+    each of a task's ``oracle_seeds`` (else its training ``seeds``) into ``run_dir``; returns {task: successes}."""
     from mintgym.rollout.runner import run_jobs
     from mintgym.trajectory.store import iter_run
 
@@ -53,15 +77,16 @@ def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
         jobs = oracle_jobs(cfg)[task.id]
         done = [played[j.key] for j in jobs if j.key in played]
         todo = [j for j in jobs if j.key not in played]
-        log(f"warm start: playing the oracle of {task.id} on its {len(jobs)} "
+        who = "the oracle" if cfg.warm_start.demonstrator == "scripted" else cfg.warm_start.demonstrator
+        log(f"warm start: playing {who} on {task.id}'s {len(jobs)} "
             + ("oracle_seeds" if task.oracle_seeds else "training seeds")
             + (f" ({len(done)} played before)" if done else ""))
-        done += asyncio.run(run_jobs(env_urls[task.domain][0], todo, lambda: make_agent("scripted"), concurrency=2,
+        done += asyncio.run(run_jobs(env_urls[task.domain][0], todo, lambda: demonstrator(cfg), concurrency=2,
                                      run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout,
                                      observe=tuple(cfg.agent.observe))) if todo else []
         successes[task.id] = sum(t.success for t in done)
-        if not successes[task.id]:
-            raise MintGymError(f"warm_start.oracle: the oracle of {task.id} solved none of its {len(jobs)} "
+        if not successes[task.id] and cfg.warm_start.successful_only:
+            raise MintGymError(f"warm_start.oracle: {who} solved none of {task.id}'s {len(jobs)} "
                                f"training seeds (episodes in {run_dir}); nothing to learn from")
     return successes
 
@@ -118,9 +143,11 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
     summary: dict[str, Any] = {"steps": ws.steps, "lr": ws.lr, "batch_size": ws.batch_size}
     if ws.oracle:
         path, listed = folder / "dataset", folder / "dataset_episodes.json"
+        episodes = demonstrations_folder(cfg, out)
         keys = sorted(job.key for jobs in oracle_jobs(cfg).values() for job in jobs)
-        if not (path / "dataset_info.json").exists() or not listed.is_file() or json.loads(listed.read_text()) != keys:
-            episodes = folder / "oracle"
+        built_from = {"demonstrations": episodes.name, "successful_only": ws.successful_only, "episodes": keys}
+        if (not (path / "dataset_info.json").exists() or not listed.is_file()
+                or json.loads(listed.read_text()) != built_from):
             started = time.monotonic()
             summary["oracle_successes"] = play_oracle(cfg, env_urls, episodes, log)
             played = time.monotonic()
@@ -128,11 +155,11 @@ def warm_start(cfg: RunConfig, model: Any, processor: Any, env_urls: dict[str, l
             dataset = imitation_dataset(episodes, agent_factory(cfg.agent.kind, cfg.agent.options, engine,
                                                                 max_new_tokens=cfg.rollout.max_new_tokens,
                                                                 temperature=cfg.rollout.temperature),
-                                        episodes=set(keys))
+                                        episodes=set(keys), only_success=ws.successful_only)
             if path.exists():  # built for other seeds: derived data, rebuilt from the episodes kept beside it
                 shutil.rmtree(path)
             dataset.save_to_disk(str(path))
-            listed.write_text(json.dumps(keys))
+            listed.write_text(json.dumps(built_from))
             log(f"warm start: {len(dataset)} examples in the {cfg.agent.kind} agent's format -> {path} (oracle "
                 f"{played - started:.0f} s, export {time.monotonic() - played:.0f} s)")
     else:

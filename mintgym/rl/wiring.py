@@ -13,19 +13,22 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mintgym.config import EnvConfig, RunConfig
 from mintgym.errors import MintGymError
+from mintgym.rl.placement import Placement, server_indices
 from mintgym.runtime.fleet import ServerGroup, start_env_servers
 from mintgym.runtime.providers import Provider
 from mintgym.trainer.ckpt import checkpoint_step, latest_checkpoint
 from mintgym.weights.base import WeightBroadcast
 
 
-def model_path(cfg: RunConfig) -> str:
-    """The model's folder, building the tiny model there first if ``model.build_tiny`` asks for it."""
+def model_path(cfg: RunConfig, log: Callable[[str], None] | None = None) -> str:
+    """The model's folder, building the tiny model there first if ``model.build_tiny`` asks for it (saying so
+    through ``log``: it takes seconds)."""
     path = Path(cfg.model.path).expanduser()
     if cfg.model.build_tiny:
         from mintgym.models.tiny import BUILD_FILE, build_options, build_tiny_vlm
@@ -36,6 +39,8 @@ def model_path(cfg: RunConfig) -> str:
             raise MintGymError(f"model.tiny_options: {e}") from None
         built = path / BUILD_FILE
         if not (path / "config.json").exists():
+            if log is not None:
+                log(f"building the tiny model at {path}")
             build_tiny_vlm(path, seed=cfg.model.tiny_seed, **cfg.model.tiny_options)
         elif built.exists() and json.loads(built.read_text()) != wanted:
             raise MintGymError(f"model.path {path} holds a tiny model built with other options "
@@ -47,8 +52,8 @@ def model_path(cfg: RunConfig) -> str:
 
 def env_provider(env: EnvConfig) -> Provider:
     """The provider that runs ``env``'s servers. Rollout workers reach env servers without a bearer token,
-    so servers are bound on loopback: ray servers on their node's 127.0.0.1 (place the workers on the same
-    nodes by resources), docker containers on the host network."""
+    so servers are bound on loopback: ray servers on their node's 127.0.0.1 (each in its worker's pod:
+    :mod:`mintgym.rl.placement`), docker containers on the host network."""
     from mintgym.runtime.make import provider
     from mintgym.server.serve import is_loopback
 
@@ -57,9 +62,7 @@ def env_provider(env: EnvConfig) -> Provider:
         options.setdefault("bind", "127.0.0.1")
         if not is_loopback(options["bind"]):
             raise MintGymError(f"envs[{env.domain}]: {env.provider} env servers bound on {options['bind']} need a "
-                               "bearer token, which rollout workers cannot send yet; bind 127.0.0.1"
-                               + (" and place the workers on the servers' nodes (rollout.worker_resources)"
-                                  if env.provider == "ray" else ""))
+                               "bearer token, which rollout workers cannot send yet; bind 127.0.0.1")
     if env.provider == "ray":
         options.update(num_cpus=env.num_cpus or 0.0, resources=env.resources)
     elif env.provider == "docker":
@@ -70,17 +73,18 @@ def env_provider(env: EnvConfig) -> Provider:
     return provider(env.provider, **options)
 
 
-def env_servers(cfg: RunConfig, groups: list[ServerGroup]) -> dict[str, list[str]]:
-    """Every domain's server URLs: given ``urls``, or servers started here. Each started group is appended
-    to ``groups`` as soon as it is up, so the caller stops it even when a later domain fails."""
+def env_servers(cfg: RunConfig, groups: list[ServerGroup], placement: Placement | None = None) -> dict[str, list[str]]:
+    """Every domain's server URLs: given ``urls``, or servers started here (ray ones each in its pod's
+    placement group, when ``placement`` is given). Each started group is appended to ``groups`` as soon as it
+    is up, so the caller stops it even when a later domain fails."""
     urls: dict[str, list[str]] = {}
     for domain in cfg.domains:
         env = cfg.env_for(domain)
         if env.urls:
             urls[domain] = list(env.urls)
             continue
-        group = start_env_servers(env_provider(env), domain, env.servers,
-                                  options={"host_options": env.host_options})
+        group = start_env_servers(env_provider(env), domain, env.servers, options={"host_options": env.host_options},
+                                  per_server=placement.server_options(domain) if placement else None)
         groups.append(group)
         urls[domain] = group.urls
     return urls
@@ -90,9 +94,7 @@ def servers_of_worker(urls: dict[str, list[str]], worker: int, workers: int) -> 
     """The env servers rollout worker ``worker`` of ``workers`` plays on, per domain: every server whose index
     is ``worker`` modulo ``workers``, so each server serves some worker; with fewer servers than workers,
     worker i shares server ``i % len(urls)`` with others."""
-    if not 0 <= worker < workers:
-        raise ValueError(f"worker {worker} is not one of {workers} workers")
-    return {domain: (domain_urls[worker::workers] or [domain_urls[worker % len(domain_urls)]])
+    return {domain: [domain_urls[j] for j in server_indices(worker, workers, len(domain_urls))]
             for domain, domain_urls in urls.items()}
 
 
@@ -137,13 +139,16 @@ def check_tasks(cfg: RunConfig) -> None:
 
 
 def preflight(cfg: RunConfig, out: Path | None = None) -> None:
-    """What can be checked before a run starts anything: its tasks (:func:`check_tasks`), a fresh run's
-    given warm-start dataset (:func:`mintgym.rl.warm_start.check_dataset`: there, and not played on held-out
-    seeds; a run with a checkpoint in ``out`` does not warm-start) and that an enabled W&B log has its package
-    (it used to fail after Ray, the env servers and the warm start had started)."""
-    from mintgym.rl.warm_start import check_dataset
+    """What can be checked before a run starts anything: its tasks (:func:`check_tasks`), the warm start's
+    demonstrator (found, and taking its options), a fresh run's given warm-start dataset
+    (:func:`mintgym.rl.warm_start.check_dataset`: there, and not played on held-out seeds; a run with a
+    checkpoint in ``out`` does not warm-start) and that an enabled W&B log has its package (it used to fail
+    after Ray, the env servers and the warm start had started)."""
+    from mintgym.rl.warm_start import check_dataset, demonstrator
 
     check_tasks(cfg)
+    if cfg.warm_start.steps and cfg.warm_start.oracle:
+        demonstrator(cfg)  # found, and takes its options
     if cfg.warm_start.steps and cfg.warm_start.dataset and (out is None or latest_checkpoint(out) is None):
         check_dataset(cfg)
     if cfg.log.wandb.enabled and importlib.util.find_spec("wandb") is None:

@@ -2,7 +2,8 @@
 
 ``start_env_servers(provider, "web", 4)`` starts the servers (in parallel), waits until each answers
 ``/v1/health`` and returns the :class:`ServerGroup`; if any fails to come up, the ones already started are
-stopped before the error propagates. ``mintgym.make``, the eval harness, the RL run and the fleet benchmark
+stopped before the error propagates. ``per_server`` options go to one server each (a ray server's placement
+group), and to its replacement too. ``mintgym.make``, the eval harness, the RL run and the fleet benchmark
 all start servers through it. The group is a context manager (leaving it stops the servers); ``check()``
 finds servers that died, stops what is left of them (their process group, container or actor) and starts
 replacements, returning what changed so callers can move their sessions over.
@@ -31,6 +32,8 @@ class ServerGroup:
     count: int
     token: str | None = None
     options: dict = field(default_factory=dict)
+    #: Options of server i over ``options`` (empty: none), kept for its replacement.
+    per_server: list[dict] = field(default_factory=list)
     ready_timeout: float = 180.0
     handles: list[ServerHandle] = field(default_factory=list)
     restarts: int = 0
@@ -38,14 +41,17 @@ class ServerGroup:
     def __post_init__(self) -> None:
         if self.count < 1:
             raise ValueError(f"a server group needs at least one server, got count={self.count}")
+        if self.per_server and len(self.per_server) != self.count:
+            raise ValueError(f"per_server gives options for {len(self.per_server)} servers, not count={self.count}")
         self._lock = threading.Lock()
 
     @property
     def urls(self) -> list[str]:
         return [h.base_url for h in self.handles]
 
-    def _start_one(self) -> ServerHandle:
-        handle = self.provider.start(self.domain, token=self.token, options=dict(self.options))
+    def _start_one(self, index: int) -> ServerHandle:
+        options = {**self.options, **(self.per_server[index] if self.per_server else {})}
+        handle = self.provider.start(self.domain, token=self.token, options=options)
         try:
             self.provider.wait_ready(handle, self.ready_timeout)
         except BaseException:
@@ -56,12 +62,12 @@ class ServerGroup:
     def start(self) -> ServerGroup:
         """Start ``count`` servers and wait for them; on any failure (Ctrl-C included) stop every one started."""
         if self.count == 1:  # in the caller's thread, so that Ctrl-C reaches the start itself
-            self.handles.append(self._start_one())
+            self.handles.append(self._start_one(0))
             return self
         futures: list[Future] = []
         try:
             with ThreadPoolExecutor(max_workers=min(8, self.count)) as pool:
-                futures = [pool.submit(self._start_one) for _ in range(self.count)]
+                futures = [pool.submit(self._start_one, i) for i in range(self.count)]
                 try:
                     wait(futures)
                 finally:  # after Ctrl-C: start no more; leaving the pool waits for the starts under way
@@ -104,7 +110,7 @@ class ServerGroup:
                     continue
                 self.provider.stop(handle)
                 try:
-                    new = self._start_one()
+                    new = self._start_one(i)
                     self.handles[i] = new
                     self.restarts += 1
                     changes.append(Replacement(handle, new))
@@ -125,11 +131,13 @@ class ServerGroup:
 
 
 def start_env_servers(provider: Provider, domain: str, count: int = 1, *, token: str | None = None,
-                      options: dict | None = None, ready_timeout: float = 180.0) -> ServerGroup:
+                      options: dict | None = None, per_server: list[dict] | None = None,
+                      ready_timeout: float = 180.0) -> ServerGroup:
     """Start ``count`` env servers of ``domain`` with ``provider`` and wait until all are ready.
 
-    ``options`` go to ``provider.start`` (``host_options`` for the env host). Nothing is left running when
-    it raises. Returns the group that stops them (``stop()``, or use it as a context manager).
+    ``options`` go to ``provider.start`` (``host_options`` for the env host), with ``per_server[i]`` over them
+    for server i. Nothing is left running when it raises. Returns the group that stops them (``stop()``, or
+    use it as a context manager).
     """
     return ServerGroup(provider, domain, count, token=token, options=dict(options or {}),
-                       ready_timeout=ready_timeout).start()
+                       per_server=list(per_server or []), ready_timeout=ready_timeout).start()

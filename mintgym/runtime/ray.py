@@ -4,7 +4,10 @@ Each :meth:`RayProvider.start` creates one actor, which binds a socket on its no
 server (``python -m mintgym.server``) as a child process serving on that socket, and reports the URL.
 The child is told to die with the actor (``--parent-pid``), so ``ray.kill`` or a lost node leaves no
 orphan server. Resources per session (``num_cpus``, custom resources such as ``{"browser": 1}``) let
-Ray's scheduler spread servers over the nodes that can hold them.
+Ray's scheduler spread servers over the nodes that can hold them; a ``placement_group`` start option puts
+the server in that Ray placement group instead (on the node of the group's first bundle). The server's
+health is polled by its actor, on the server's own node, so the caller need not reach the server's
+address (a loopback one on another node).
 
 Task packs added in this process (``--packs``, ``register_tasks``, task files) and entry-point packs of
 packages other than MintGym travel with the actor: :func:`pack_bundles` reads their files (task files with
@@ -40,7 +43,7 @@ import uuid
 from typing import Any
 
 from mintgym.env import registration
-from mintgym.errors import BackendError
+from mintgym.errors import BackendError, first_line
 from mintgym.runtime.providers import Provider, ServerHandle, wait_for_health
 
 NAMESPACE = "mintgym"
@@ -122,6 +125,7 @@ class EnvServerActor:
                  host_options: dict, python: str | None = None, packs: tuple[list, dict] = ([], {})):
         import ray
 
+        self.domain, self.token = domain, token
         self.packs_dir = tempfile.mkdtemp(prefix="mintgym-ray-packs-")
         pack_env = unpack_bundles(packs[0], packs[1], self.packs_dir)
 
@@ -158,6 +162,15 @@ class EnvServerActor:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def wait_ready(self, timeout: float) -> str | None:
+        """Poll the server's ``/v1/health`` from its own node; None once it answers, else why not."""
+        handle = ServerHandle(f"http://{self.host}:{self.port}", self.domain, self.token, str(self.proc.pid))
+        try:
+            wait_for_health(handle, timeout, alive=self.alive)
+        except BackendError as err:
+            return str(err)
+        return None
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
@@ -248,9 +261,10 @@ class RayProvider(Provider):
         num_cpus = options.pop("num_cpus", self.num_cpus)
         resources = {**self.resources, **options.pop("resources", {})}
         request_timeout = options.pop("request_timeout", self.request_timeout)
+        placement_group = options.pop("placement_group", None)
         if options:
             raise ValueError(f"unknown ray start option(s) {sorted(options)}; "
-                             "known: host_options, num_cpus, resources, request_timeout")
+                             "known: host_options, num_cpus, resources, request_timeout, placement_group")
         ray = self._ray()
         from ray.exceptions import GetTimeoutError, RayError
 
@@ -261,6 +275,11 @@ class RayProvider(Provider):
         name = f"mintgym-{domain}-{uuid.uuid4().hex[:10]}"
         opts: dict[str, Any] = {"name": name, "num_cpus": num_cpus, "max_restarts": 0,
                                 "scheduling_strategy": self.scheduling}
+        if placement_group is not None:
+            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+            opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(placement_group,
+                                                                           placement_group_bundle_index=0)
         if resources:
             opts["resources"] = resources
         if self.memory is not None:
@@ -284,10 +303,23 @@ class RayProvider(Provider):
                             {"node_id": info["node_id"], "pid": info["pid"], "log": info["log"]})
 
     def wait_ready(self, handle: ServerHandle, timeout: float = 120.0) -> None:
+        """Block until the server's actor sees it answer ``/v1/health`` on its node, or raise BackendError
+        with the last failure and the server's log."""
+        actor = self._actors.get(handle.ident)
+        if actor is None:
+            raise BackendError(f"env server for {handle.domain!r} ({handle.ident}): its actor is gone")
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        where = f"env server for {handle.domain!r} at {handle.base_url}"
         try:
-            wait_for_health(handle, timeout, alive=lambda: self.alive(handle))
-        except BackendError as err:
-            raise BackendError(f"{err}\n--- server log ({handle.ident}) ---\n{self.log_tail(handle)}") from None
+            problem = ray.get(actor.wait_ready.remote(timeout), timeout=timeout + 30)
+        except GetTimeoutError:
+            problem = f"{where}: its actor did not answer within {timeout + 30:.0f}s"
+        except RayActorError as err:
+            problem = f"{where}: its actor died ({first_line(err)})"
+        if problem is not None:
+            raise BackendError(f"{problem}\n--- server log ({handle.ident}) ---\n{self.log_tail(handle)}")
 
     def alive(self, handle: ServerHandle) -> bool:
         actor = self._actors.get(handle.ident)

@@ -145,3 +145,12 @@ def test_rejects_an_unknown_architecture_and_qwen_options_on_idefics3(tmp_path):
     with pytest.raises(ValueError, match="^build_tiny_vlm: max_pixels apply to qwen2_vl only, not idefics3$"):
         build_tiny_vlm(tmp_path, architecture="idefics3", max_pixels=1000)
     assert not any(tmp_path.iterdir())
+
+
+def test_building_shows_no_progress_bar(tmp_path, capfd):
+    """`mintgym train` builds the tiny model on first use: transformers' "Writing model shards" bar would land
+    among the run's start-up lines."""
+    from mintgym.models.tiny import build_tiny_vlm
+
+    build_tiny_vlm(tmp_path / "m", seed=0)
+    assert "Writing model shards" not in capfd.readouterr().err

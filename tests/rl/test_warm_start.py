@@ -3,6 +3,8 @@ through a real pytool env server, and that a restarted run does not play them ag
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mintgym.config import RunConfig
@@ -154,3 +156,74 @@ def test_the_front_door_refuses_a_leaky_warm_start_dataset_in_one_line_writing_n
     assert proc.stderr.count("\n") == 1 and "holds episodes of held-out eval_seeds" in proc.stderr
     assert not (tmp_path / "run").exists() and not (tmp_path / "model").exists()
 
+
+def test_the_front_door_refuses_a_demonstrator_it_cannot_make_in_one_line_writing_nothing(tmp_path):
+    from tests.cli.outside import mintgym
+
+    config = tmp_path / "run.yaml"
+    config.write_text(f"model: {{path: {tmp_path / 'model'}, build_tiny: true}}\n"
+                      f"tasks: [{{id: {TASK}, seeds: [1]}}]\nagent: {{kind: answer}}\n"
+                      "warm_start: {oracle: true, demonstrator: my_teachers:Careless, steps: 2}\n")
+    proc = mintgym("train", "--config", str(config), "--out", str(tmp_path / "run"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "warm_start.demonstrator: agent 'my_teachers:Careless': cannot import module 'my_teachers'" in proc.stderr
+    assert not (tmp_path / "run").exists() and not (tmp_path / "model").exists()
+
+
+SWAPS = {"red": "orange", "orange": "red", "blue": "purple", "purple": "blue"}
+
+
+def _taught(**warm) -> RunConfig:
+    return RunConfig.from_dict({**_config(seeds=[1], oracle_seeds=list(range(40))).to_dict(),
+                                "warm_start": {"oracle": True, "steps": 1, "lr": 1e-3, **warm}})
+
+
+def test_a_mistaken_teacher_answers_its_swaps_as_its_rate_says_and_the_task_scores_them(pytool_url, tmp_path):
+    from mintgym.rl.warm_start import demonstrations_folder
+
+    cfg = _taught(demonstrator="mistaken-oracle", demonstrator_options={"answers": SWAPS, "rate": 1.0},
+                  successful_only=False)
+    folder = demonstrations_folder(cfg, tmp_path)
+    assert folder.name.startswith("demos-mistaken-oracle-")  # not the oracle's folder: never resumed as its episodes
+    logged = []
+    successes = play_oracle(cfg, {"pytool": [pytool_url]}, folder, logged.append)
+    assert "playing mistaken-oracle on pytool/largest-area-1's 40 oracle_seeds" in logged[0]
+    played = [t for _, t in iter_run(folder)]
+    swapped = [t for t in played if t.steps[-1].action.get("answer") in SWAPS]
+    kept = [t for t in played if t not in swapped]
+    assert swapped and kept and all(t.agent == "mistaken-oracle" for t in played)
+    assert not any(t.success for t in swapped) and all(t.success for t in kept)  # the task's own check scores it
+    assert successes == {TASK: len(kept)}
+
+
+def test_the_teacher_draws_its_mistakes_from_the_episode_seed(pytool_url, tmp_path):
+    cfg = _taught(demonstrator="mistaken-oracle", demonstrator_options={"answers": SWAPS, "rate": 0.5},
+                  successful_only=False)
+    answers = []
+    for run in ("a", "b"):
+        play_oracle(cfg, {"pytool": [pytool_url]}, tmp_path / run, lambda _: None)
+        answers.append({t.seed: t.steps[-1].action.get("answer") for _, t in iter_run(tmp_path / run)})
+    assert answers[0] == answers[1]
+    assert 0 < sum(a in SWAPS.values() for a in answers[0].values()) < len(answers[0])
+
+
+@pytest.mark.parametrize(("warm", "message"), [
+    ({"demonstrator": "nowhere:Teacher"}, "warm_start.demonstrator: agent 'nowhere:Teacher': cannot import module"),
+    ({"demonstrator": "mistaken-oracle", "demonstrator_options": {"answers": SWAPS, "rate": 2}},
+     "warm_start.demonstrator: mistaken-oracle: rate is a probability in [0, 1], got 2"),
+    ({"demonstrator": "mistaken-oracle", "demonstrator_options": {"swaps": SWAPS}},
+     "does not take the options ['swaps']"),
+])
+def test_a_demonstrator_that_cannot_be_made_is_refused_before_the_run_starts(warm, message):
+    from mintgym.errors import MintGymError
+    from mintgym.rl.wiring import preflight
+
+    with pytest.raises(MintGymError, match=re.escape(message)):
+        preflight(_taught(**warm))
+
+
+def test_demonstrator_settings_without_oracle_are_refused():
+    with pytest.raises(ValueError, match="set oracle: true"):
+        RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": TASK}],
+                             "warm_start": {"dataset": "/d", "steps": 1, "lr": 1e-3, "successful_only": False}})

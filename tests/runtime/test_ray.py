@@ -3,6 +3,7 @@ loopback, env servers as actors placed by a custom resource only the worker node
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -72,6 +73,26 @@ def test_servers_are_placed_by_resources_and_stopped(cluster):
         assert not prov.alive(handle)
         assert _gone(handle.extra["pid"])
     prov.stop(handles[0])  # a second stop is harmless
+
+
+def test_a_server_in_a_placement_group_lands_on_the_groups_node_and_is_checked_there(cluster):
+    """The run pairs workers with servers by placement groups (mintgym.rl.placement); readiness is asked of the
+    actor on the server's node, so an address the caller cannot reach does not matter."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    from mintgym.runtime.ray import RayProvider
+
+    group = placement_group([{"envslot": 1}])
+    ray.get(group.ready(), timeout=60)
+    prov = RayProvider(num_cpus=0, resources={"envslot": 1}, bind="127.0.0.1")
+    handle = prov.start("null", options={"placement_group": group})
+    try:
+        assert handle.extra["node_id"] == cluster["worker_node"]
+        unreachable = dataclasses.replace(handle, base_url="http://192.0.2.1:9")  # TEST-NET-1: never answers
+        prov.wait_ready(unreachable, timeout=60)
+    finally:
+        prov.stop(handle)
+        remove_placement_group(group)
 
 
 def test_killed_actor_leaves_no_server(cluster):

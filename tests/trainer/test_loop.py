@@ -286,7 +286,7 @@ def test_a_dead_env_server_that_cannot_be_restarted_fails_the_run_naming_it(mode
     kill = _kill_the_env_server_after_step_1(killed)
 
     def kill_for_good(run, metrics):
-        def cannot_start():
+        def cannot_start(index):
             raise BackendError("no room for another env server")
 
         run.servers[0]._start_one = cannot_start

@@ -1,112 +1,32 @@
 """A two-node Ray cluster on this machine: the trainer on the head, rollout workers and env servers on a
 second node that holds a custom resource, placed there by the run config alone.
 
-Both nodes are real ``ray start`` processes on 127.0.0.1 with their own temp folder, free ports and a
-token of their own; the test ends every process whose command line names that temp folder (never other
-Ray instances on the machine) and checks none is left.
+Both nodes are real ``ray start`` processes on 127.0.0.1 (tests/trainer/ray_cluster.py): their own temp folder,
+free ports and a token of their own; the test ends every process of that cluster and checks none is left.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from mintgym.config import RunConfig
 from mintgym.rl import train
+from tests.trainer.ray_cluster import null_run, ray_cluster
 
 pytestmark = pytest.mark.slow  # two Ray nodes and a few training steps: a minute or more on 2 cores
 
-RAY = str(Path(sys.executable).with_name("ray"))
 #: The second node's custom resource: what places workers and env servers there.
 ENV_NODE = {"envnode": 4}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _node_ports() -> list[str]:
-    """Every port a node listens on, free now, so two nodes (and other Ray instances here) never collide."""
-    flags = ["--dashboard-agent-listen-port", "--dashboard-agent-grpc-port", "--runtime-env-agent-port",
-             "--metrics-export-port", "--object-manager-port", "--node-manager-port"]
-    return [a for flag in flags for a in (flag, str(_free_port()))]
-
-
-def _processes_of(temp: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if proc.pid != os.getpid() and temp in " ".join(proc.info["cmdline"] or []):
-            found.append(proc)
-    return found
-
-
-def _stop_cluster(temp: str) -> list[int]:
-    """``ray stop`` for this cluster only: end the processes started under ``temp``; returns what is left."""
-    procs = _processes_of(temp)
-    for proc in procs:
-        try:
-            proc.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=15)
-    for proc in alive:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=5)
-    return [p.pid for p in _processes_of(temp)]
-
-
-def _forget_cached_ray_token() -> None:
-    """Ray reads its auth token once per process and caches it; drop the cache so the next connection reads
-    the environment again (Ray's own tests reset it this way)."""
-    from ray._private.authentication_test_utils import reset_auth_token_state
-
-    reset_auth_token_state()
-
-
 @pytest.fixture
 def cluster(monkeypatch):
-    temp = tempfile.mkdtemp(prefix="mgray", dir="/tmp")  # short: Ray's unix sockets live under it
-    port = _free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
-           "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):  # the driver (this process) joins with the same token
-        monkeypatch.setenv(key, env[key])
-    _forget_cached_ray_token()  # else a local Ray started earlier in this process left its own token cached
-    common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--object-store-memory", str(100 * 2**20),
-              "--disable-usage-stats", "--temp-dir", temp]
-    starts = [
-        [RAY, "start", "--head", "--port", str(port), "--include-dashboard", "false",
-         "--dashboard-port", str(_free_port()), "--ray-client-server-port", str(_free_port()), *common],
-        [RAY, "start", "--address", f"127.0.0.1:{port}", "--resources", json.dumps(ENV_NODE), *common],
-    ]
-    log = []
-    try:
-        for cmd in starts:
-            t0 = time.monotonic()
-            done = subprocess.run([*cmd, *_node_ports()], env=env, capture_output=True, text=True, timeout=180)
-            log.append(f"$ {' '.join(cmd[1:3])} ... -> exit {done.returncode} in {time.monotonic() - t0:.0f}s")
-            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        yield f"127.0.0.1:{port}", log
-    finally:
-        _forget_cached_ray_token()
-        left = _stop_cluster(temp)
-        subprocess.run(["rm", "-rf", temp], check=False)
-        assert not left, f"processes of the test cluster still running: {left}"
+    with ray_cluster(monkeypatch, [ENV_NODE]) as started:
+        yield started
 
 
 def test_workers_and_env_servers_run_on_the_env_node(cluster, tmp_path):
@@ -116,17 +36,7 @@ def test_workers_and_env_servers_run_on_the_env_node(cluster, tmp_path):
     from mintgym.models.tiny import build_tiny_vlm
 
     model = build_tiny_vlm(tmp_path / "tiny", vocab_size=256)
-    cfg = RunConfig.from_dict({
-        "ray_address": address,
-        "model": {"path": str(model)},
-        "tasks": [{"id": "null/echo", "seeds": [0, 1]}],
-        "agent": {"kind": "answer", "options": {"choices": {"null": ["no", "ok"]}}},
-        "envs": [{"domain": "null", "provider": "ray", "servers": 1, "num_cpus": 0, "resources": {"envnode": 1}}],
-        "rollout": {"workers": 1, "groups_in_flight": 2, "group_size": 4, "max_new_tokens": 1,
-                    "worker_resources": {"envnode": 1}},
-        "train": {"mode": "async", "steps": 3, "groups_per_step": 2, "lr": 0.01, "max_lag": 1,
-                  "checkpoint_every": 0, "sync_timeout": 120, "batch_timeout": 300},
-    })
+    cfg = null_run(address, model, workers=1, servers=1, steps=3, groups_in_flight=2)
     seen = {}
 
     def where(run, metrics):

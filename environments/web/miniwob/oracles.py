@@ -4,9 +4,12 @@ yield the shared pixel actions (click at an element's centre, type, key). Each i
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
+
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from mintgym.action_spaces import ActionModel, Click, Key, Type
 from mintgym.environments.web import ui
@@ -235,7 +238,11 @@ async def _use_autocomplete(env, query):
         "([s, e]) => ui_utils.COUNTRIES.find((c) => c.startsWith(s) && c.endsWith(e))", [start, end])
     async for a in _type_into(env, "#tags", item):
         yield a
-    yield Key(keys=("escape",))  # close the suggestion menu so it does not cover Submit
+    # The suggestion menu opens 300 ms after the last key (jQuery UI's delay), later on a loaded box: wait for it,
+    # then close it, so it cannot open over Submit after the escape (CI saw the click land on the menu).
+    with contextlib.suppress(PlaywrightTimeout):
+        await env.page.wait_for_function("() => $('.ui-autocomplete:visible').length > 0", timeout=5_000)
+    yield Key(keys=("escape",))
     async for a in _click(env, "#subbtn"):
         yield a
 

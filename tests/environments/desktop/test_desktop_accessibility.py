@@ -225,8 +225,15 @@ async def test_set_of_marks_draws_the_frames_own_snapshot_on_a_real_gtk_app(host
             marks = [e for e in grounding.parse(obs.a11y) if e.interactive and e.point]
             return (obs, marks) if any(e.role == "menuitem" and e.name == "File" for e in marks) else None
 
-        obs, marks = await _wait_for(marked)
-        plain = await env._call(env._grab_sync)  # the same screen without marks
+        async def marked_on_a_still_screen():
+            """A marked frame between two equal plain grabs: the app was not redrawing (a loaded CI box saw it
+            still painting, so a third of the screen differed from a later grab)."""
+            before = await env._call(env._grab_sync)
+            found = await marked()
+            after = await env._call(env._grab_sync)
+            return (*found, after) if found and np.array_equal(before, after) else None
+
+        obs, marks, plain = await _wait_for(marked_on_a_still_screen)  # plain: the same screen without marks
         changed = np.abs(obs.screenshot.astype(int) - plain.astype(int)).sum(axis=2) > 0
         x1, y1, x2, y2 = next(e for e in marks if e.name == "File").box
         assert changed[y1, x1:x2].any()  # the File menu's box outline is drawn

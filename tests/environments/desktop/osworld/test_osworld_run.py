@@ -25,7 +25,18 @@ def test_at_least_fifteen_oracles_over_three_apps():
     assert len({t.spec.app for t in chosen}) >= 3
 
 
-@pytest.mark.parametrize("task", _oracle_tasks(), ids=lambda t: t.id)
+def _oracle_params():
+    """Every oracle task; the default run plays the first of each app, the others are marked slow (each is a
+    desktop session of 15-40 s on the 2-core box; ``pytest -m slow`` plays them all)."""
+    seen: set[str] = set()
+    params = []
+    for task in _oracle_tasks():
+        params.append(pytest.param(task, id=task.id, marks=[pytest.mark.slow] if task.spec.app in seen else []))
+        seen.add(task.spec.app)
+    return params
+
+
+@pytest.mark.parametrize("task", _oracle_params())
 async def test_oracle_scores_one_untouched_scores_zero(host, task):
     assert task.unavailable() is None, task.unavailable()
     await check_task(host, task)

@@ -112,9 +112,11 @@ def outcome_of(value: Any) -> Outcome:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Outcomes agree: equal, floats within 1e-9 (relative) of each other."""
+    """Outcomes agree: equal, floats within 1e-6 (relative) of each other: the float32 signal metrics
+    (compare_audios' pitch distance) differ in the 8th digit from one process to the next (CI saw 0.3652465183
+    against 0.3652465309), while a metric that disagrees differs in the first digits."""
     if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
