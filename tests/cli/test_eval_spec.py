@@ -91,7 +91,7 @@ def test_the_run_spec_decides_the_agent_and_its_mistakes_are_one_line(run, tmp_p
     assert "no checkpoint of step 9 (it has: 1, 2)" in refused("eval", "--model", str(run), "--step", "9", "--out", out)
     assert "overrides are for a run's spec" in refused("eval", "--tasks", "null/echo", "train.lr=1", "--out", out)
     line = refused("eval", "--config", str(run / "config.json"), "agent.kind=chess", "--out", out)
-    assert "agent.kind: unknown agent 'chess'; choose one of answer, random, scripted, vlm" in line
+    assert "agent.kind: unknown agent 'chess'; choose one of answer, mistaken-oracle, random, scripted, vlm" in line
     assert not (tmp_path / "x").exists()
 
 
@@ -194,7 +194,7 @@ def test_the_must_see_quickstart_policy_is_evaluated_and_served_through_the_fron
     seed by seed), and the served policy solves held-out seeds for the official client as it did in the run."""
     run = tmp_path / "see"
     config = Path(__file__).resolve().parents[2] / "examples" / "must_see.yaml"
-    ok("train", "--config", str(config), "--out", str(run))
+    ok("train", "--config", str(config), "--out", str(run), timeout=1800)  # about 9 minutes: not the default 300 s
     reported = _by_seed(run / "eval" / "results.json")
     ok("eval", "--model", str(run), "--out", str(tmp_path / "e"), "--no-progress")
     assert _by_seed(tmp_path / "e" / "results.json") == reported

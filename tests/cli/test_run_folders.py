@@ -17,13 +17,13 @@ from mintgym.testing import serve_asgi
 AGENT_TESTS = Path(__file__).resolve().parents[1] / "agents"
 
 
-def mintgym(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mintgym.cli", *args], capture_output=True, text=True, timeout=300,
-                          check=False)
+def mintgym(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mintgym.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
 
 
-def ok(*args: str) -> subprocess.CompletedProcess:
-    proc = mintgym(*args)
+def ok(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    proc = mintgym(*args, timeout=timeout)
     assert proc.returncode == 0, f"mintgym {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc
 

@@ -275,7 +275,8 @@ def test_a_mixture_the_schedule_cannot_honour_is_refused_in_one_line_naming_the_
 
 
 @pytest.mark.parametrize("override, said", [
-    ("agent.kind=chess", "error: agent.kind: unknown agent 'chess'; choose one of answer, random, scripted, vlm"),
+    ("agent.kind=chess",
+     "error: agent.kind: unknown agent 'chess'; choose one of answer, mistaken-oracle, random, scripted, vlm"),
     ("agent.kind=scripted", "error: agent.kind: 'scripted' does not sample from an inference engine"),
     ("agent.options.blnd=true", "error: agent.options: blnd: unknown key (known: choices, "),
     ("engine.options.max_batch_size=lots", "error: engine.options.max_batch_size: input should be a valid integer"),

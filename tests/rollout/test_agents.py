@@ -37,7 +37,8 @@ def test_vlm_agent_in_training_samples_apart_and_never_retries(tmp_path):
 
 
 def test_an_unknown_kind_is_one_clear_error_naming_the_registered_ones():
-    with pytest.raises(ValueError, match=r"unknown agent 'planner'; choose one of answer, random, scripted, vlm"):
+    with pytest.raises(ValueError,
+                       match=r"unknown agent 'planner'; choose one of answer, mistaken-oracle, random, scripted, vlm"):
         make_episode_agent("planner", {}, None)
 
 

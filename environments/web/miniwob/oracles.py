@@ -9,8 +9,6 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
-from playwright.async_api import TimeoutError as PlaywrightTimeout
-
 from mintgym.action_spaces import ActionModel, Click, Key, Type
 from mintgym.environments.web import ui
 
@@ -240,6 +238,8 @@ async def _use_autocomplete(env, query):
         yield a
     # The suggestion menu opens 300 ms after the last key (jQuery UI's delay), later on a loaded box: wait for it,
     # then close it, so it cannot open over Submit after the escape (CI saw the click land on the menu).
+    from playwright.async_api import TimeoutError as PlaywrightTimeout  # here: listing tasks imports no Playwright
+
     with contextlib.suppress(PlaywrightTimeout):
         await env.page.wait_for_function("() => $('.ui-autocomplete:visible').length > 0", timeout=5_000)
     yield Key(keys=("escape",))
