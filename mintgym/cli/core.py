@@ -42,18 +42,17 @@ def envs(packs: list[str] = typer.Option([], "--packs", help=PACKS_HELP)) -> Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         all_tasks = registration.tasks()
-    broken = {pack: (error, missing_extra(error, pack)) for pack, error in registration.broken_packs.items()}
+    missing_extras = {missing_extra(error, pack) for pack, error in registration.broken_packs.items()}
     for domain in registration.domains():
         found = [t for t in all_tasks if t.domain == domain]
         blocked = domain_unavailable(domain) if found else None
         runnable = 0 if blocked else sum(1 for t in found if not t.unavailable())
         note = f"  [not here: {blocked}]" if blocked else ""
-        if not found and any(extra == domain for _, extra in broken.values()):
+        if not found and domain in missing_extras:
             note = f"  [not installed: pip install 'mintgym[{domain}]']"
         typer.echo(f"{domain:10s} {len(found):5d} tasks {runnable:5d} runnable here{note}")
-    for pack, (error, _) in sorted(broken.items()):
-        hint = install_hint(error, pack)
-        typer.echo(f"(task pack {pack!r} did not load: {f'it {hint}' if hint else error})", err=True)
+    for pack in sorted(registration.broken_packs):
+        typer.echo(f"(task pack {pack!r} did not load: {registration.why_broken(pack)})", err=True)
 
 
 def _not_installed(name: str, broken_packs: dict[str, str]) -> str | None:

@@ -324,7 +324,7 @@ class WarmStartConfig(Section):
     demonstrator: str = Field("scripted", description="With ``oracle: true``, the agent that plays the "
                               "demonstrations: ``scripted`` (the task's own oracle) or your ``module:Class`` / "
                               "``module:factory``, which is given the oracle too (an imperfect teacher, a heuristic "
-                              "bot; see examples/agents/confused_teacher.py).")
+                              "bot; the built-in ``mistaken-oracle`` is one, agents/scripted.py).")
     demonstrator_options: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments of the "
                                                  "demonstrator.")
     successful_only: bool = Field(True, description="With ``oracle: true``, clone only the demonstrations the task "

@@ -439,13 +439,13 @@ def _missing_hint(task_id: str, table: dict[str, Task]) -> str:
         return f"{hint}; {err}"
     namespaces = {i.split("/")[0] for i in table} | {i.split("/")[1] for i in table if i.count("/") >= 2}
     if parsed.pack in broken_packs:
-        return f"{hint}; its pack {parsed.pack!r} failed to load: {_why_broken(parsed.pack)}"
+        return f"{hint}; its pack {parsed.pack!r} failed to load: {why_broken(parsed.pack)}"
     if parsed.pack not in namespaces:
         hint += (f"; no registered pack has ids under {parsed.pack!r}: add yours with --packs module:function or "
                  "--packs path/to/tasks.yaml (or a mintgym.tasks entry point); a pack registered with "
                  "register_tasks() in another process reaches this one only when that process forwards it")
     if broken_packs:
-        hint += "; packs that failed to load: " + "; ".join(f"{p}: {_why_broken(p)}" for p in sorted(broken_packs))
+        hint += "; packs that failed to load: " + "; ".join(f"{p}: {why_broken(p)}" for p in sorted(broken_packs))
     unforwarded = _forwarded(UNFORWARDED_ENV)
     if unforwarded:
         hint += ("; packs registered in the process that started this server could not be forwarded: "
@@ -453,8 +453,9 @@ def _missing_hint(task_id: str, table: dict[str, Task]) -> str:
     return hint
 
 
-def _why_broken(pack: str) -> str:
-    """Why ``pack`` failed to load: the extra to install when a module of one is missing, else the error."""
+def why_broken(pack: str) -> str:
+    """Why ``pack`` (one of :data:`broken_packs`) failed to load: the extra to install when a module of one is
+    missing, else the error."""
     hint = install_hint(broken_packs[pack], pack)
     return f"it {hint}" if hint else broken_packs[pack]
 

@@ -73,11 +73,11 @@ def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
 
     played = {t.id: t for _, t in iter_run(run_dir)} if run_dir.is_dir() else {}  # a restarted run resumes
     successes: dict[str, int] = {}
+    who = "the oracle" if cfg.warm_start.demonstrator == "scripted" else cfg.warm_start.demonstrator
     for task in cfg.tasks:
         jobs = oracle_jobs(cfg)[task.id]
         done = [played[j.key] for j in jobs if j.key in played]
         todo = [j for j in jobs if j.key not in played]
-        who = "the oracle" if cfg.warm_start.demonstrator == "scripted" else cfg.warm_start.demonstrator
         log(f"warm start: playing {who} on {task.id}'s {len(jobs)} "
             + ("oracle_seeds" if task.oracle_seeds else "training seeds")
             + (f" ({len(done)} played before)" if done else ""))
