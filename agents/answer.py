@@ -8,10 +8,12 @@ Made for RL smoke runs with tiny models (the quickstart). The model never writes
   answers ``choices[t % K]``, a fixed many-to-one map of the vocabulary onto K options, so an untrained
   model already picks each option about 1 time in K.
 - ``click_grid[domain] = [cols, rows]``: K = cols x rows click points, the centres of a fixed grid over
-  the screenshot; token id ``t`` picks cell ``t % K`` (row-major) and the step is a real pixel
-  ``click(x, y)`` of the shared action space. The episode gets one decision: if the click did not end
-  it, the next step is ``done(success=False)`` without another model call, so the env's own reward of
-  that one click is what gets trained on.
+  the screenshot (of the domain's ``crop`` when it has one: the cells are what the model is shown); token id
+  ``t`` picks cell ``t % K`` (row-major) and the step is a real pixel ``click(x, y)`` of the shared action
+  space. The episode gets ``decisions`` clicks (one by default), each a model call on the screen as it is
+  then, the prompt saying which click of how many it is; if they did not end it, the next step is
+  ``done(success=False)`` without another model call, so the env's own reward of those clicks is what gets
+  trained on (with two or more, one reward at the end for several decisions: multi-turn credit assignment).
 
 ``crop[domain] = [x0, y0, x1, y1]`` shows the model only that screen region (pytool's task image panel is
 ``[8, 36, 488, 396]``), so a small image still holds its detail. ``blind=True`` shows the model a black image
@@ -22,7 +24,8 @@ prompt as sent go into the step like the VLM agent's.
 
 ``imitate(observation, action)`` is the same decision made by a teacher (behaviour cloning, see
 :mod:`mintgym.trajectory.imitation`): a click becomes the token of the grid cell it falls in, an answer the
-token of its choice.
+token of its choice; the first decision on the episode's first screen, each later one on the screen its click
+was made on.
 """
 
 from __future__ import annotations
@@ -68,9 +71,14 @@ class AnswerAgent:
     def __init__(self, engine: InferenceEngine, *, choices: dict[str, list[str]] | None = None,
                  click_grid: dict[str, list[int]] | None = None, max_new_tokens: int = 1,
                  temperature: float = 1.0, image_size: tuple[int, int] = (112, 112), pick: str = "digit",
-                 blind: bool = False, crop: dict[str, list[int]] | None = None, show_instruction: bool = True):
+                 blind: bool = False, crop: dict[str, list[int]] | None = None, show_instruction: bool = True,
+                 decisions: int = 1):
         if pick not in ("digit", "modulo"):
             raise ValueError(f"pick must be 'digit' or 'modulo', got {pick!r}")
+        if not isinstance(decisions, int) or decisions < 1:
+            raise ValueError(f"decisions is the number of model calls per episode, at least 1, got {decisions!r}")
+        #: Model calls per episode (clicks of a ``click_grid`` domain; an answer ends the episode at the first).
+        self.decisions = decisions
         self.pick = pick
         self.engine = engine
         self.choices = {d: list(c) for d, c in (choices or {}).items()}
@@ -97,12 +105,18 @@ class AnswerAgent:
                 raise ValueError(f"crop for {domain!r} is [x0, y0, x1, y1] with x0 < x1 and y0 < y1, got {box!r}")
             self.crop[domain] = tuple(int(v) for v in box)
         self.context: AgentContext | None = None
-        self.decided = False
+        #: Decisions made in this episode.
+        self.made = 0
         self._first_prompt: tuple[list[dict[str, Any]], Observation] | None = None
+
+    @property
+    def decided(self) -> bool:
+        """Whether the episode's decisions are all made."""
+        return self.made >= self.decisions
 
     async def start(self, context: AgentContext) -> None:
         self.context = context
-        self.decided = False
+        self.made = 0
         #: ``imitate``: the first observation's prompt, which the one decision is made on.
         self._first_prompt: tuple[list[dict[str, Any]], Observation] | None = None
 
@@ -115,7 +129,10 @@ class AnswerAgent:
         if options:
             text += "Options: " + ", ".join(f"{i}) {o}" for i, o in enumerate(options)) + "\nOption:"
         elif grid:
-            text += f"Click one cell of a {grid[0]}x{grid[1]} grid over the screen, row by row.\nCell:"
+            text += f"Click one cell of a {grid[0]}x{grid[1]} grid over the screen, row by row.\n"
+            if self.decisions > 1:
+                text += f"Click {self.made + 1} of {self.decisions}.\n"
+            text += "Cell:"
         else:
             text += "The answer is"
         if self.blind:
@@ -155,21 +172,36 @@ class AnswerAgent:
             return options[int(raw)]
         return raw
 
+    def grid_area(self, domain: str, screen_size: tuple[int, int]) -> tuple[int, int, int, int]:
+        """The screen box ``[x0, y0, x1, y1]`` a domain's click grid lies over: its ``crop``, else the screen."""
+        return self.crop.get(domain) or (0, 0, *screen_size)
+
+    def cell_point(self, domain: str, cell: int, screen_size: tuple[int, int]) -> tuple[int, int]:
+        """The screen pixel at the centre of ``cell`` of the domain's grid."""
+        x0, y0, x1, y1 = self.grid_area(domain, screen_size)
+        x, y = grid_point(cell, self.click_grid[domain], (x1 - x0, y1 - y0))
+        return x0 + x, y0 + y
+
+    def point_cell(self, domain: str, point: tuple[int, int], screen_size: tuple[int, int]) -> int:
+        """The cell of the domain's grid that holds the screen pixel ``point`` (ValueError off the grid)."""
+        x0, y0, x1, y1 = self.grid_area(domain, screen_size)
+        return grid_cell((point[0] - x0, point[1] - y0), self.click_grid[domain], (x1 - x0, y1 - y0))
+
     def click(self, domain: str, token_ids: list[int], screen_size: tuple[int, int]) -> tuple[int, Click]:
         """The grid cell the first sampled token picks and the click at its centre."""
         grid = self.click_grid[domain]
         if not token_ids:
             raise ValueError("the engine sampled no token; a click needs one")
         cell = token_ids[0] % (grid[0] * grid[1])
-        x, y = grid_point(cell, grid, screen_size)
+        x, y = self.cell_point(domain, cell, screen_size)
         return cell, Click(x=x, y=y)
 
     async def act(self, observation: Observation) -> AgentStep:
-        if self.decided:  # one decision per episode: the click did not end it, so it ends unsolved
+        if self.decided:  # the episode's decisions are made and did not end it, so it ends unsolved
             return AgentStep(Done(success=False), text="done()", extra={"after_decision": True})
         messages = self.prompt(observation)
         [gen] = await self.engine.agenerate([GenerationRequest(messages, self.sampling)])
-        self.decided = True
+        self.made += 1
         common = dict(text=gen.text, prompt_token_ids=gen.prompt_token_ids, response_token_ids=gen.response_token_ids,
                       logprobs=gen.response_logprobs, policy_version=gen.policy_version,
                       messages=self.recorded(messages, observation))
@@ -180,20 +212,24 @@ class AnswerAgent:
         return AgentStep(Done(answer=answer), **common, extra={"answer": answer})
 
     async def imitate(self, observation: Observation, action: ActionModel) -> AgentStep | None:
-        """The step this agent takes to play a teacher's decision: the prompt of the first observation it is
-        shown (its one decision is made there) and the one token that maps onto the teacher's first action it
-        can express, even if the teacher took other steps first (a pytool teacher's code, then its answer).
-        Token id ``i`` stands for option or cell ``i``, which every pick maps back to ``i``. None while no
-        such action has come, and after the decision."""
+        """The step this agent takes to play a teacher's decision: the one token that maps onto the teacher's
+        next action it can express, on the prompt of the first observation it was shown for its first decision
+        (made there even if the teacher took other steps first: a pytool teacher's code, then its answer) and of
+        the observation the teacher's click was made on for each later one. Token id ``i`` stands for option or
+        cell ``i``, which every pick maps back to ``i``. None while no such action has come, and after the
+        episode's decisions."""
         if self.decided:
             return None
         if self._first_prompt is None:
             self._first_prompt = (self.prompt(observation), observation)
-        messages, first = self._first_prompt
+        messages, first = self._first_prompt if not self.made else (self.prompt(observation), observation)
         domain = first.domain
         if domain in self.click_grid and isinstance(action, Click):
-            option = grid_cell((action.x, action.y), self.click_grid[domain], first.screen_size)
-            x, y = grid_point(option, self.click_grid[domain], first.screen_size)
+            try:
+                option = self.point_cell(domain, (action.x, action.y), first.screen_size)
+            except ValueError:
+                return None  # a click off the grid: not a decision this agent could make
+            x, y = self.cell_point(domain, option, first.screen_size)
             played: ActionModel = Click(x=x, y=y)
             extra: dict[str, Any] = {"cell": option}
         elif domain in self.choices and isinstance(action, Done) and action.answer in self.choices[domain]:
@@ -201,7 +237,7 @@ class AnswerAgent:
             played, extra = Done(answer=action.answer), {"answer": action.answer}
         else:
             return None
-        self.decided = True
+        self.made += 1
         return AgentStep(played, text=self.option_text(option), response_token_ids=[self.option_token(option)],
                          messages=self.recorded(messages, first), extra=extra)
 

@@ -41,30 +41,56 @@ class ScriptedAgent:
 
 
 class MistakenOracle(ScriptedAgent):
-    """The task's oracle as an imperfect teacher: where the oracle answers a key of ``answers`` (``done(answer=
-    ...)``), it answers that key's value instead with probability ``rate``, drawn per episode from its seed (the
-    same seed, the same mistake). Everything else is the oracle's. A warm start cloning it (``warm_start.
-    demonstrator: mistaken-oracle`` with ``successful_only: false``) inherits its confusions; RL has to undo them.
+    """The task's oracle as an imperfect teacher, its mistakes drawn per episode from the episode's seed (the
+    same seed, the same mistakes); everything else is the oracle's:
+
+    - ``answers``: where the oracle answers a key (``done(answer=...)``), it answers that key's value instead,
+      with probability ``rate``;
+    - ``order_rate``: with this probability it plays the oracle's first two actions the other way round (both
+      asked of the oracle before the first is played: for tasks whose second action does not depend on the
+      first, such as pressing two buttons in a given order).
+
+    A warm start cloning it (``warm_start.demonstrator: mistaken-oracle`` with ``successful_only: false``)
+    inherits its confusions; RL has to undo them.
     """
 
     name = "mistaken-oracle"
 
-    def __init__(self, answers: dict[str, str], rate: float = 1.0) -> None:
+    def __init__(self, answers: dict[str, str] | None = None, rate: float = 1.0, order_rate: float = 0.0) -> None:
         super().__init__()
-        if not answers:
-            raise ValueError("mistaken-oracle needs answers: {the oracle's answer: the one given instead}")
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"mistaken-oracle: rate is a probability in [0, 1], got {rate}")
-        self.answers = {str(k): str(v) for k, v in answers.items()}
+        for name, value in (("rate", rate), ("order_rate", order_rate)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"mistaken-oracle: {name} is a probability in [0, 1], got {value}")
+        if not answers and not order_rate:
+            raise ValueError("mistaken-oracle needs answers: {the oracle's answer: the one given instead}, "
+                             "or an order_rate")
+        self.answers = {str(k): str(v) for k, v in (answers or {}).items()}
         self.rate = rate
+        self.order_rate = order_rate
         self.rng = random.Random()
+        #: The oracle's actions asked ahead and still to be played (the first of a swapped pair).
+        self.held: list[AgentStep] = []
+        self.swap_order = False
+        self.acted = 0
 
     async def start(self, context: AgentContext) -> None:
         await super().start(context)
         self.rng.seed(f"{context.task_id}/{context.seed}")
+        self.held, self.acted = [], 0
+        # drawn only when asked for, so an answers-only teacher's draws stay as they were
+        self.swap_order = bool(self.order_rate) and self.rng.random() < self.order_rate
 
     async def act(self, observation: Observation) -> AgentStep:
+        self.acted += 1
+        if self.held:
+            return self.held.pop(0)
         step = await super().act(observation)
+        if self.acted == 1 and self.swap_order and not isinstance(step.action, Done):
+            second = await super().act(observation)
+            if not isinstance(second.action, Done):
+                self.held.append(step)
+                return second
+            self.held.append(second)  # one action only: nothing to swap
         action = step.action
         if isinstance(action, Done) and action.answer in self.answers and self.rng.random() < self.rate:
             action = action.model_copy(update={"answer": self.answers[action.answer]})

@@ -17,7 +17,9 @@ there fails the benchmark: the issue asks for one).
 
     .venv/bin/python benchmarks/rl_learns.py [--seeds 0,1,2] [--out /tmp/rl-learns] [--no-ablations]
 
-Runs already finished in ``--out`` are read, not run again (delete the folder to rerun).
+Runs already finished in ``--out`` are read, not run again (delete the folder to rerun). An ablation starts from
+its seed's demonstrations (the teacher's episodes in ``<run>/warm_start/demos-*``, hard-linked): the same teacher
+on the same seeds plays the same episodes, so each ablation pays for its own export, supervised steps and RL only.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -78,6 +82,18 @@ def train(config: Path, out: Path, overrides: list[str], log: Path) -> Outcome:
     return read_run(out.name, out, seconds)
 
 
+def share_demonstrations(source: Path, out: Path) -> None:
+    """Start the ablation folder ``out`` with the teacher's episodes of the finished run ``source`` (hard links)
+    and its record (a run folder without a checkpoint takes the ablation's config over it)."""
+    demonstrations = [d for d in (source / "warm_start").glob("*") if d.is_dir() and d.name not in ("dataset",)]
+    if out.exists() or not demonstrations or not (source / "config.json").is_file():
+        return
+    (out / "warm_start").mkdir(parents=True)
+    shutil.copy(source / "config.json", out / "config.json")
+    for folder in demonstrations:
+        shutil.copytree(folder, out / "warm_start" / folder.name, copy_function=os.link)
+
+
 def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}m{round(seconds % 60):02d}s"
 
@@ -110,6 +126,8 @@ def main() -> int:
         main_run = run(f"seed{seed}", args.config, [f"train.seed={seed}"])
         blind = free = None
         if not args.no_ablations:
+            for ablation in ("blind", "rl-free"):
+                share_demonstrations(args.out / f"seed{seed}", args.out / f"seed{seed}-{ablation}")
             blind = run(f"seed{seed}-blind", args.config, [f"train.seed={seed}", "agent.options.blind=true"])
             free = run(f"seed{seed}-rl-free", args.config, [f"train.seed={seed}", "train.lr=0"])
         curve = " ".join(f"{step}:{score:.2f}" for step, score in main_run.curve)

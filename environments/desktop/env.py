@@ -40,6 +40,9 @@ from mintgym.errors import EnvironmentCrashed
 
 T = TypeVar("T")
 
+#: Seconds a reset (new X server, namespaces and window manager) may take before the session counts as hung: far
+#: more than one X call's ``x_timeout``, since on a loaded machine the three process starts take seconds.
+RESET_SECONDS = 60.0
 #: Where OSWorld tasks (and users' habits) put the home directory; mapped onto the session's home.
 OSWORLD_HOME = "/home/user"
 #: Terminal control sequences (CSI, OSC, charset and keypad modes) and carriage returns in a terminal log.
@@ -179,7 +182,7 @@ class DesktopEnvironment(Environment):
         if self._closed or self._hung:
             raise EnvironmentCrashed(f"desktop session crashed: {self._crashed or 'closed'}")
         started = time.perf_counter()
-        await self._call(self._reset_sync, check_alive=False)
+        await self._call(self._reset_sync, check_alive=False, timeout=RESET_SECONDS)
         self._crashed = None
         self.last_reset_seconds = time.perf_counter() - started
 
@@ -483,16 +486,19 @@ class DesktopEnvironment(Environment):
         if not await self.alive():
             raise EnvironmentCrashed(f"desktop session crashed: {self._crashed or 'closed'}")
 
-    async def _call(self, fn: Callable[..., T], *args: Any, check_alive: bool = True) -> T:
+    async def _call(self, fn: Callable[..., T], *args: Any, check_alive: bool = True,
+                    timeout: float | None = None) -> T:
+        """``fn(*args)`` on the session's X thread, within ``timeout`` seconds (``x_timeout`` when None)."""
         if check_alive:
             await self._ensure_alive()
+        timeout = self.x_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, fn, *args)
         try:
-            return await asyncio.wait_for(future, self.x_timeout if fn is not self._reset_sync else 60)
+            return await asyncio.wait_for(future, timeout)
         except TimeoutError:
             self._hung = True
-            self._crashed = f"X call {fn.__name__} did not return within {self.x_timeout:g} s"
+            self._crashed = f"X call {fn.__name__} did not return within {timeout:g} s"
             raise EnvironmentCrashed(f"desktop session crashed: {self._crashed}") from None
         except (ConnectionError, OSError) as err:
             if not await self.alive() or _is_x_connection_error(err):

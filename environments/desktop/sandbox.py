@@ -38,7 +38,10 @@ from mintgym.environments.desktop.namespace import SessionNamespace
 from mintgym.environments.isolation import cgroups, mounts
 
 USER_PREFIX = "mgdesk"
-MAX_USERS = 128
+#: Desktop sessions one machine may hold at once (one system user each, made on first use). Bounded by the
+#: system uid range (``SYS_UID_MIN``-``SYS_UID_MAX`` in /etc/login.defs, about 900 ids on Debian); 128 was too
+#: few for a fleet of 500 sessions split evenly over web, pytool and desktop (167 desktops).
+MAX_USERS = 512
 MARKER = "MINTGYM_DESKTOP_SESSION"
 #: The writable folders on the session's tmpfs, with their modes ("user" ones belong to the session user).
 WRITABLE = {"tmp": 0o1777, "var-tmp": 0o1777, "shm": 0o1777, "run": 0o700}

@@ -143,15 +143,28 @@ class Cgroup:
                 _write(self.dirs["cpu"] / "cpu.cfs_period_us", CFS_PERIOD_US)
                 _write(self.dirs["cpu"] / "cpu.cfs_quota_us", quota)
 
+    def set_cpu_weight(self, share: float) -> None:
+        """Weigh the group as ``share`` fresh groups when the CPU is contended. A fresh group (one sandbox's) weighs
+        as much as a process session outside any group; a host whose one group serves n sessions (the web
+        host's Chromium) sets n, so each of its sessions gets the CPU a sandboxed session of another domain gets.
+        Capped by the kernel's range: 256 on cgroup v1 (cpu.shares), 100 on v2 (cpu.weight)."""
+        if self.v2:
+            _write(self.dirs["cpu"] / "cpu.weight", min(10000, max(1, round(100 * share))))
+        else:
+            _write(self.dirs["cpu"] / "cpu.shares", min(262144, max(2, round(1024 * share))))
+
     # -- membership ---------------------------------------------------------------------------------------
     def procs_files(self) -> list[Path]:
         """The ``cgroup.procs`` file of every hierarchy: a process that writes its pid to each joins the group."""
         return [folder / "cgroup.procs" for folder in dict.fromkeys(self.dirs.values())]
 
+    def join_script(self) -> str:
+        """A shell command that moves the shell running it (``$$``) into this group, and so what it execs."""
+        return 'echo $$ | tee ' + " ".join(f"'{p}'" for p in self.procs_files()) + ' >/dev/null'
+
     def join_command(self, argv: list[str]) -> list[str]:
         """``argv`` started inside this group: a shell joins it, then execs ``argv`` (no preexec_fn needed)."""
-        script = 'echo $$ | tee ' + " ".join(f"'{p}'" for p in self.procs_files()) + ' >/dev/null && exec "$@"'
-        return ["/bin/sh", "-c", script, "sh", *argv]
+        return ["/bin/sh", "-c", self.join_script() + ' && exec "$@"', "sh", *argv]
 
     def add(self, pid: int) -> None:
         """Move ``pid`` into every hierarchy of the group (before it runs any untrusted code)."""

@@ -19,12 +19,15 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from mintgym.environments.isolation import cgroups
+
 log = logging.getLogger("mintgym.web")
 
 BROWSER_USER = "mintgym-web"
 
 _LAUNCHER = """#!/bin/sh
 # Written by mintgym's WebHost: give Playwright's new profile to the browser user, then run Chromium as it.
+{join}
 for arg in "$@"; do
   case "$arg" in --user-data-dir=*) chown -R {uid}:{gid} -- "${{arg#--user-data-dir=}}" || exit 1 ;; esac
 done
@@ -43,8 +46,10 @@ class BrowserLaunch:
     uid: int
 
 
-def browser_launch(chromium: str, workdir: Path) -> BrowserLaunch:
-    """How to start ``chromium`` without root; ``workdir`` is a fresh folder of the host's (root's, when root)."""
+def browser_launch(chromium: str, workdir: Path, cgroup: cgroups.Cgroup | None = None) -> BrowserLaunch:
+    """How to start ``chromium`` without root; ``workdir`` is a fresh folder of the host's (root's, when root).
+    With ``cgroup`` (root only) the launcher moves itself into that control group first, so Chromium and every
+    process it starts run in it."""
     uid = os.geteuid()
     if uid != 0:
         return BrowserLaunch(chromium, None, pwd.getpwuid(uid).pw_name if _has_entry(uid) else str(uid), uid)
@@ -57,7 +62,8 @@ def browser_launch(chromium: str, workdir: Path) -> BrowserLaunch:
     os.chown(home, entry.pw_uid, entry.pw_gid)
     workdir.chmod(0o711)  # the browser user may pass through to its home, not list or write the folder
     launcher = workdir / "chromium"
-    launcher.write_text(_LAUNCHER.format(uid=entry.pw_uid, gid=entry.pw_gid, chromium=chromium))
+    join = f"{cgroup.join_script()} || exit 1" if cgroup is not None else ""
+    launcher.write_text(_LAUNCHER.format(uid=entry.pw_uid, gid=entry.pw_gid, chromium=chromium, join=join))
     launcher.chmod(0o700)
     env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": os.environ.get("LANG", "C.UTF-8"),
            "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"), "TMPDIR": "/tmp"}

@@ -3,6 +3,11 @@
 It also owns the loopback HTTP server that serves MiniWoB++'s HTML from the installed ``miniwob`` package
 and the project's web apps (with their per-session server-side state).
 
+Run as root where control groups can be made, Chromium runs in a control group of its own whose CPU weight is
+the number of sessions it serves: on a machine shared with other domains, whose sandboxed sessions are one group
+(or one process session) each, the scheduler would otherwise give one browser serving 60 sessions what it gives
+one pytool or desktop session (benchmarks/fleet.py measured web steps 2.5x slower so in a mixed fleet).
+
 When the browser dies, :meth:`WebHost.healthy` turns False, the sessions that lived in it report
 ``alive() == False`` (their actions raise EnvironmentCrashed), and the next :meth:`WebHost.create`
 launches a fresh browser for the new session.
@@ -25,6 +30,7 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
 from mintgym.env.core import EnvironmentHost
+from mintgym.environments.isolation import cgroups
 from mintgym.environments.web.browser_user import BrowserLaunch, browser_launch
 from mintgym.environments.web.env import WebEnvironment
 from mintgym.environments.web.options import WebOptions
@@ -84,6 +90,8 @@ class WebHost(EnvironmentHost):
         self._started = False
         self._sink: socket.socket | None = None
         self._workdir: Path | None = None
+        #: Chromium's control group (root with control groups only), weighted by the sessions it serves.
+        self._cgroup: cgroups.Cgroup | None = None
         #: How Chromium is started (never as root); set at the first launch.
         self.launcher: BrowserLaunch | None = None
         #: True when Chromium runs with its own sandbox, False when it could not (see ``sandbox_error``).
@@ -123,7 +131,9 @@ class WebHost(EnvironmentHost):
                 log.debug("closing the dead browser failed: %s", err)
         if self.launcher is None:
             self._workdir = Path(tempfile.mkdtemp(prefix="mintgym-web-"))
-            self.launcher = browser_launch(self.executable_path, self._workdir)
+            self._cgroup = _browser_group()
+            self.launcher = browser_launch(self.executable_path, self._workdir, self._cgroup)
+            self._weigh()
         options = {
             "executable_path": self.launcher.executable, "env": self.launcher.env, "headless": self.headless,
             "args": [*CHROMIUM_ARGS, "--disable-features=" + ",".join(DISABLED_FEATURES), *self.extra_args]}
@@ -165,6 +175,9 @@ class WebHost(EnvironmentHost):
             if self._workdir is not None:
                 shutil.rmtree(self._workdir, ignore_errors=True)
                 self._workdir = self.launcher = None
+            if self._cgroup is not None:
+                self._cgroup.remove()
+                self._cgroup = None
             self._started = False
 
     # ---- sessions ------------------------------------------------------------------------------------
@@ -183,6 +196,7 @@ class WebHost(EnvironmentHost):
             browser = self.browser
         env = WebEnvironment(self, opts, secrets.token_hex(16))
         self._envs.add(env)
+        self._weigh()
         self._env_browser[env] = browser
         try:
             await env.start()
@@ -199,6 +213,15 @@ class WebHost(EnvironmentHost):
     def forget(self, env: WebEnvironment) -> None:
         self._envs.discard(env)
         self.apps.drop(env.session_token)
+        self._weigh()
+
+    def _weigh(self) -> None:
+        """Chromium's CPU weight: one sandboxed session's per session it serves (at least one)."""
+        if self._cgroup is not None:
+            try:
+                self._cgroup.set_cpu_weight(max(1, len(self._envs)))
+            except OSError as err:
+                log.debug("cannot weigh Chromium's control group: %s", err)
 
     @property
     def session_count(self) -> int:
@@ -209,3 +232,14 @@ class WebHost(EnvironmentHost):
                 "browser_user": self.launcher.user if self.launcher else None, "sandbox": self.sandbox,
                 "isolation": "one browser context per session", "server": self.server_origin,
                 "sessions": self.session_count, "launches": self.launches}
+
+
+def _browser_group() -> cgroups.Cgroup | None:
+    """A control group for Chromium where they can be made (as root), else None."""
+    if cgroups.probe()[0]:
+        return None
+    try:
+        return cgroups.Cgroup.create("web", cgroups.Limits())
+    except OSError as err:
+        log.warning("no control group for Chromium (%s): its CPU share is that of one process session", err)
+        return None

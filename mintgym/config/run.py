@@ -130,7 +130,8 @@ class EnvConfig(Section):
 class TaskConfig(Section):
     id: str = Field(description="Task id (``pytool/count-shapes-0``); its domain is the part before the slash.")
     seeds: list[int] | None = Field(None, min_length=1, description="Seeds episodes draw from (None: any seed "
-                                    "from the worker's stream).")
+                                    "from the worker's stream). Here and in the other seed lists, ``'A..B'`` "
+                                    "stands for the seeds A to B, both included.")
     eval_seeds: list[int] | None = Field(None, min_length=1, description="Seeds of the final evaluation, held out "
                                          "from training: none may be in ``seeds`` or ``oracle_seeds``, and a task "
                                          "without ``seeds`` never draws them (None: the training seeds); "
@@ -142,6 +143,18 @@ class TaskConfig(Section):
                                    "prefix (``miniwob/...`` is served by ``web``).")
     weight: int = Field(1, ge=1, description="How often the task comes up in each worker's schedule, relative "
                         "to the others.")
+
+    @field_validator("seeds", "eval_seeds", "oracle_seeds", mode="before")
+    @classmethod
+    def _seed_range(cls, value: Any) -> Any:
+        """``"A..B"``: the seeds A to B, both included (a list of seeds otherwise)."""
+        if not isinstance(value, str):
+            return value
+        first, dots, last = value.partition("..")
+        if not dots or not first.strip().isdigit() or not last.strip().isdigit() or int(first) > int(last):
+            raise ValueError(f"a seed range is 'FIRST..LAST' with FIRST <= LAST (non-negative whole numbers, "
+                             f"both included), got {value!r}")
+        return list(range(int(first), int(last) + 1))
 
     @model_validator(mode="after")
     def _eval_seeds_held_out(self) -> TaskConfig:
@@ -213,6 +226,12 @@ class TrainConfig(Section):
     lr: float = Field(1e-5, ge=0, description="Adam learning rate (constant; a resume may change it: the "
                       "optimizer then trains at this one, not the checkpoint's, and says so). 0: the RL steps "
                       "move no weight (the RL-free ablation of a warm-started run).")
+    lr_schedule: Literal["constant", "linear"] = Field(
+        "constant", description="The RL steps' learning rate: ``constant`` (``lr`` at every step) or ``linear`` "
+                                "(``lr`` at the first step, down in equal decrements to 0 after ``steps``, the PPO "
+                                "annealing: full moves while the policy is far off, ever smaller ones as it "
+                                "settles, so the final weights are not one noisy step's). A resumed run takes the "
+                                "schedule up at its step, with the ``steps`` it is resumed with.")
     max_grad_norm: float | None = Field(1.0, gt=0, description="Gradient norm clip (None: no clipping).")
     precision: Literal["mixed", "pure"] = Field(
         "mixed", description="How a ``model.dtype`` below float32 trains: ``mixed`` keeps float32 master weights, "
@@ -256,6 +275,12 @@ class TrainConfig(Section):
             raise ValueError(f"{moved[0]} is now eval.{moved[0].removeprefix('eval_')} (the final evaluation has a "
                              "section of its own)")
         return data
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of RL step ``step`` (1 to ``steps``) under ``lr_schedule``."""
+        if self.lr_schedule == "linear":
+            return self.lr * max(0.0, 1.0 - (step - 1) / max(1, self.steps))
+        return self.lr
 
     @model_validator(mode="after")
     def _publish_delay_fits(self) -> TrainConfig:

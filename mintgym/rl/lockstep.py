@@ -161,7 +161,7 @@ def _supervised(learner: Learner, log: Callable[[str], None], cfg: RunConfig, pa
 CALLS: dict[str, Callable[..., Any]] = {
     "begin": lambda learner, log: learner.begin(),
     "add": lambda learner, log, groups: learner.add(groups),
-    "finish": lambda learner, log, batch: learner.finish(batch),
+    "finish": lambda learner, log, batch, lr=None: learner.finish(batch, lr),
     "state_dict": lambda learner, log: learner.state_dict(),
     "restored": lambda learner, log, version: learner.restored(version),
     "save": _save,
@@ -230,9 +230,9 @@ class LockstepLearner:
             kept.append(group)
         return kept
 
-    def finish(self, batch: Batch) -> dict[str, float]:
+    def finish(self, batch: Batch, lr: float | None = None) -> dict[str, float]:
         # finish() reads the batch's accounting only: its groups are the ones add() was given
-        metrics = self._call("finish", Batch([], batch.trainer_version, batch.domains))
+        metrics = self._call("finish", Batch([], batch.trainer_version, batch.domains), lr)
         metrics["groups/images_lost"] = metrics.get("groups/images_lost", 0.0) + self._images_lost
         return metrics
 

@@ -148,7 +148,7 @@ def _train(cfg: RunConfig, out: Path, max_steps: int | None, log: Callable[[str]
             if tc.mode == "sync":
                 run.collect(tc.groups_per_step, tc.batch_timeout)
             batch, t_batch, learner_s = _stream_batch(run, 0.0 if tc.mode == "sync" else tc.batch_timeout)
-            metrics = run.learner.finish(batch)
+            metrics = run.learner.finish(batch, lr=tc.lr_at(run.step + 1))
             run.step += 1
             ray.get(run.buffer.set_trainer_version.remote(run.learner.version))
             if run.step % tc.sync_every == 0 or run.step == end:

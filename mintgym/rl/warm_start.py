@@ -67,7 +67,8 @@ def demonstrations_folder(cfg: RunConfig, out: Path) -> Path:
 def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
                 log: Callable[[str], None] = print) -> dict[str, int]:
     """Play the demonstrator (the task's oracle unless ``warm_start.demonstrator`` names another agent) once on
-    each of a task's ``oracle_seeds`` (else its training ``seeds``) into ``run_dir``; returns {task: successes}."""
+    each of a task's ``oracle_seeds`` (else its training ``seeds``) into ``run_dir``, in sessions with the
+    domain's ``session_options`` (the screens RL will play); returns {task: successes}."""
     from mintgym.rollout.runner import run_jobs
     from mintgym.trajectory.store import iter_run
 
@@ -83,7 +84,8 @@ def play_oracle(cfg: RunConfig, env_urls: dict[str, list[str]], run_dir: Path,
             + (f" ({len(done)} played before)" if done else ""))
         done += asyncio.run(run_jobs(env_urls[task.domain][0], todo, lambda: demonstrator(cfg), concurrency=2,
                                      run_dir=run_dir, max_seconds=cfg.rollout.episode_timeout,
-                                     observe=tuple(cfg.agent.observe))) if todo else []
+                                     observe=tuple(cfg.agent.observe),
+                                     env_options=cfg.env_for(task.domain).session_options)) if todo else []
         successes[task.id] = sum(t.success for t in done)
         if not successes[task.id] and cfg.warm_start.successful_only:
             raise MintGymError(f"warm_start.oracle: {who} solved none of {task.id}'s {len(jobs)} "

@@ -270,16 +270,20 @@ class Learner:
                     acc.keys.append(r[2])
         return kept
 
-    def finish(self, batch: Batch) -> dict[str, float]:
+    def finish(self, batch: Batch, lr: float | None = None) -> dict[str, float]:
         """End the open step: the optimizer step (none when nothing was added, or, with ``skip_no_signal``,
-        when every advantage was 0), the version bump and the step's metrics. ``batch`` holds the buffer's
-        per-domain accounting and the trainer version; reward, success, lag and sample counts are those of the
-        groups actually trained on (``add``'s)."""
+        when every advantage was 0) at learning rate ``lr`` (None: the one it has), the version bump and the
+        step's metrics. ``batch`` holds the buffer's per-domain accounting and the trainer version; reward,
+        success, lag and sample counts are those of the groups actually trained on (``add``'s)."""
         acc, cfg = self._acc, self.config
         if acc is None:
             raise RuntimeError("finish() outside a step: call begin() first")
         self._acc = None
+        if lr is not None:
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
         metrics: dict[str, float] = self._batch_metrics(Batch(acc.groups, batch.trainer_version, batch.domains))
+        metrics["optimizer/lr"] = float(self.optimizer.param_groups[0]["lr"])
         metrics["groups/images_lost"] = float(acc.images_lost)
         metrics["groups/unscorable"] = float(acc.unscorable)
         rows = acc.rows

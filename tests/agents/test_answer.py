@@ -140,3 +140,50 @@ def test_show_instruction_false_leaves_the_task_out_of_the_prompt():
     assert screen.instruction and screen.instruction in shown
     assert screen.instruction not in hidden and "Task:" not in hidden
     assert hidden == "Options: 0) red, 1) blue\nOption:"
+
+
+def test_several_decisions_click_that_many_times_each_prompt_saying_which_then_done():
+    engine = _OneToken(token=5)
+    agent = AnswerAgent(engine, click_grid={"web": [4, 4]}, pick="modulo", decisions=2)
+
+    async def play():
+        await agent.start(None)
+        steps = [await agent.act(_obs("web")) for _ in range(3)]
+        await agent.start(None)  # a new episode: two decisions again
+        steps.append(await agent.act(_obs("web")))
+        return steps
+
+    first, second, third, again = asyncio.run(play())
+    assert first.action == second.action == again.action == Click(x=60, y=78)  # cell 5 of a 4x4 grid on 160x210
+    assert [s.messages[0]["content"][1]["text"].splitlines()[-2] for s in (first, second, again)] == [
+        "Click 1 of 2.", "Click 2 of 2.", "Click 1 of 2."]
+    assert isinstance(third.action, Done) and third.action.success is False and third.extra == {"after_decision": True}
+    assert engine.calls == 3
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="decisions is the number of model calls per episode"):
+            AnswerAgent(engine, click_grid={"web": [4, 4]}, decisions=bad)
+
+
+def test_a_click_grid_lies_over_the_crop_the_model_is_shown():
+    agent = AnswerAgent(_OneToken(token=0), click_grid={"web": [4, 4]}, pick="modulo", crop={"web": [0, 50, 160, 210]})
+    # the 160x160 task area under MiniWoB's 50-pixel query: 40-pixel cells, centres 20 + 40k
+    assert agent.click("web", [0], (160, 210)) == (0, Click(x=20, y=70))
+    assert agent.click("web", [15], (160, 210)) == (15, Click(x=140, y=190))
+    asyncio.run(agent.start(None))
+    assert asyncio.run(agent.imitate(_obs("web"), Click(x=100, y=20))) is None  # over the query: off the grid
+    step = asyncio.run(agent.imitate(_obs("web"), Click(x=100, y=95)))
+    assert step.extra == {"cell": 6} and step.action == Click(x=100, y=110) and step.response_token_ids == [6]
+
+
+def test_imitating_several_decisions_takes_each_click_on_the_screen_it_was_made_on():
+    agent = AnswerAgent(_NoEngine(), click_grid={"web": [2, 2]}, pick="modulo", decisions=2)
+    asyncio.run(agent.start(None))
+    first, later = _obs("web"), Observation(screenshot=np.full((210, 160, 3), 9, np.uint8), instruction="Click it.",
+                                            domain="web", step=1, frame_id="f1")
+    one = asyncio.run(agent.imitate(first, Click(x=10, y=10)))
+    two = asyncio.run(agent.imitate(later, Click(x=150, y=200)))
+    assert asyncio.run(agent.imitate(later, Click(x=10, y=10))) is None  # both decisions made
+    assert (one.response_token_ids, two.response_token_ids) == ([0], [3])
+    assert [s.messages[0]["content"][0]["frame_id"] for s in (one, two)] == ["f0", "f1"]
+    assert [s.messages[0]["content"][1]["text"].splitlines()[-2] for s in (one, two)] == ["Click 1 of 2.",
+                                                                                            "Click 2 of 2."]

@@ -74,9 +74,31 @@ def test_a_run_without_the_held_out_curve_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.xfail(strict=True, reason="examples/rl_beyond_imitation.yaml does not meet the bar yet (issue 40: "
-                   "train.seed 0 0.469 -> 0.820 measured); strict, so the day it passes this marker must go")
 def test_the_shipped_config_earns_its_keep_on_one_seed(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), "--seeds", "0", "--no-ablations",
                            "--multi-turn", ""], capture_output=True, text=True, timeout=1800, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_ablation_starts_from_its_seeds_demonstrations_hard_linked_not_from_its_dataset(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rl_learns", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "rl_learns", module)  # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    source = tmp_path / "seed0"
+    frame = source / "warm_start" / "demos-mistaken-oracle-1234" / "ep0" / "frames" / "0000.png"
+    frame.parent.mkdir(parents=True)
+    frame.write_bytes(b"png")
+    (source / "warm_start" / "dataset").mkdir()
+    (source / "config.json").write_text("{}")
+    module.share_demonstrations(source, tmp_path / "seed0-blind")
+    linked = tmp_path / "seed0-blind" / frame.relative_to(source)
+    assert linked.stat().st_ino == frame.stat().st_ino  # the same file, not a copy
+    assert (tmp_path / "seed0-blind" / "config.json").is_file()
+    assert not (tmp_path / "seed0-blind" / "warm_start" / "dataset").exists()  # the agent's own export differs
+    (source / "warm_start" / "demos-scripted-5678").mkdir()
+    module.share_demonstrations(source, tmp_path / "seed0-blind")  # an ablation folder already there is left as is
+    assert sorted(p.name for p in (tmp_path / "seed0-blind" / "warm_start").iterdir()) == [
+        "demos-mistaken-oracle-1234"]

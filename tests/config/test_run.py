@@ -297,3 +297,27 @@ def test_the_agent_and_engine_and_their_options_are_checked_by_their_own_code(tm
                           cwd=Path(__file__).resolve().parents[2], check=False)
     assert proc.returncode == 2 and proc.stderr.startswith(said) and proc.stderr.count("\n") == 1, proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_seed_range_stands_for_its_seeds_both_ends_included_and_a_bad_one_is_named():
+    cfg = RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [
+        {"id": "pytool/count-shapes-0", "seeds": "3..6", "oracle_seeds": "10..10", "eval_seeds": [20, 21]}]})
+    assert (cfg.tasks[0].seeds, cfg.tasks[0].oracle_seeds) == ([3, 4, 5, 6], [10])
+    for bad in ("6..3", "3-6", "a..b", "-1..4"):
+        with pytest.raises(ConfigError, match=r"tasks.0.seeds: a seed range is 'FIRST..LAST'"):
+            RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": "pytool/count-shapes-0", "seeds": bad}]})
+    with pytest.raises(ConfigError, match=r"seeds and eval_seeds share seed\(s\) \[5\]"):
+        RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [
+            {"id": "pytool/count-shapes-0", "seeds": "1..5", "eval_seeds": "5..9"}]})
+
+
+def test_a_linear_learning_rate_schedule_goes_from_lr_at_the_first_step_down_towards_0():
+    from mintgym.config import TrainConfig
+
+    linear = TrainConfig(lr=1e-3, steps=4, lr_schedule="linear")
+    assert [round(linear.lr_at(s), 10) for s in (1, 2, 3, 4)] == [1e-3, 7.5e-4, 5e-4, 2.5e-4]
+    assert linear.lr_at(9) == 0.0  # past the end: nothing left to move
+    assert [TrainConfig(lr=1e-3, steps=4).lr_at(s) for s in (1, 4)] == [1e-3, 1e-3]  # constant, the default
+    with pytest.raises(ConfigError, match="lr_schedule"):
+        RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": "pytool/count-shapes-0"}],
+                             "train": {"lr_schedule": "cosine"}})

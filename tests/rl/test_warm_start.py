@@ -3,6 +3,7 @@ through a real pytool env server, and that a restarted run does not play them ag
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -227,3 +228,52 @@ def test_demonstrator_settings_without_oracle_are_refused():
     with pytest.raises(ValueError, match="set oracle: true"):
         RunConfig.from_dict({"model": {"path": "/m"}, "tasks": [{"id": TASK}],
                              "warm_start": {"dataset": "/d", "steps": 1, "lr": 1e-3, "successful_only": False}})
+
+
+def test_the_teacher_plays_in_sessions_with_the_domains_session_options(pytool_url, tmp_path):
+    # a bug: the demonstrations were played on the server's default screen, not the one RL plays on
+    cfg = RunConfig.from_dict({**_config(seeds=[1], oracle_seeds=[3]).to_dict(),
+                               "envs": [{"domain": "pytool", "session_options": {"width": 640, "height": 480}}]})
+    play_oracle(cfg, {"pytool": [pytool_url]}, tmp_path, lambda _: None)
+    [(path, played)] = list(iter_run(tmp_path))
+    from PIL import Image
+
+    assert Image.open(path / played.steps[0].screenshot).size == (640, 480)
+
+
+def test_a_teacher_pressing_two_buttons_the_other_way_round_is_scored_0_and_cloned_click_by_click(
+        local_server, tmp_path):
+    from mintgym.agents.answer import AnswerAgent
+    from mintgym.trajectory.imitation import imitation_records
+
+    task = "miniwob/click-button-sequence"
+    cfg = RunConfig.from_dict({"model": {"path": "/m"},
+                               "tasks": [{"id": task, "env_domain": "web", "seeds": [1], "oracle_seeds": [3, 4]}],
+                               "agent": {"kind": "answer"},
+                               "warm_start": {"oracle": True, "steps": 1, "lr": 1e-3, "successful_only": False,
+                                              "demonstrator": "mistaken-oracle",
+                                              "demonstrator_options": {"order_rate": 1.0}}})
+    url = local_server("web")
+    assert play_oracle(cfg, {"web": [url]}, tmp_path / "swapped", lambda _: None) == {task: 0}
+    right = RunConfig.from_dict({**cfg.to_dict(), "warm_start": {**cfg.to_dict()["warm_start"],
+                                                                  "demonstrator": "scripted",
+                                                                  "demonstrator_options": {}}})
+    assert play_oracle(right, {"web": [url]}, tmp_path / "right", lambda _: None) == {task: 2}
+    clicks = {}
+    for run in ("swapped", "right"):
+        clicks[run] = {t.seed: [(s.action["x"], s.action["y"]) for s in t.steps if s.action["type"] == "click"]
+                       for _, t in iter_run(tmp_path / run)}
+    assert {seed: pair[::-1] for seed, pair in clicks["swapped"].items()} == clicks["right"]
+    assert all(len(pair) == 2 for pair in clicks["right"].values())
+
+    def student():
+        return AnswerAgent(None, click_grid={"web": [4, 4]}, crop={"web": [0, 50, 160, 210]}, pick="modulo",
+                           decisions=2)
+
+    records = asyncio.run(imitation_records(tmp_path / "swapped", student, only_success=False))
+    # two decisions an episode, each on the screen its click was made on: button TWO's cell, then ONE's
+    cells = {seed: [student().point_cell("web", point, (160, 210)) for point in pair]
+             for seed, pair in clicks["right"].items()}
+    assert {seed: [r["response_token_ids"][0] for r in records if r["seed"] == seed] for seed in cells} == {
+        seed: pair[::-1] for seed, pair in cells.items()}
+    assert [r["step"] for r in records] == [0, 1, 0, 1]

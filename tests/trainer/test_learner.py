@@ -199,3 +199,22 @@ def test_every_step_logs_the_fraction_of_tokens_whose_ratio_was_capped(tiny):
     metrics = Learner(load_model(tiny), load_processor(tiny), config).step(batch)
     assert metrics["is/capped_fraction"] == pytest.approx(2 / tokens)
     assert metrics["is/ratio_max"] == pytest.approx(np.exp(3.0), rel=1e-4)
+
+
+def test_a_step_given_a_learning_rate_takes_it_and_logs_it(tiny):
+    """``finish(batch, lr)``: the run's schedule (``train.lr_schedule``) sets each step's rate; a step at 0
+    moves no weight, one at the configured rate does."""
+    engine = HFEngine(tiny, aligned_logprobs=True)
+    learner = Learner(load_model(tiny), load_processor(tiny), TrainConfig(lr=1e-2, micro_batch=8))
+    before = _weights(learner)
+    learner.begin()
+    learner.add(_batch(engine, [1.0, 0.0, 0.0, 1.0], 0).groups)
+    still = learner.finish(_batch(engine, [1.0, 0.0, 0.0, 1.0], 0), lr=0.0)
+    assert still["optimizer/lr"] == 0.0 and still["grad_norm"] > 0
+    assert all(torch.equal(v, before[k]) for k, v in _weights(learner).items())
+    moved = learner.step(_batch(engine, [1.0, 0.0, 0.0, 1.0], 1))  # no rate given: the one it has
+    assert moved["optimizer/lr"] == 0.0
+    learner.begin()
+    learner.add(_batch(engine, [1.0, 0.0, 0.0, 1.0], 2).groups)
+    assert learner.finish(_batch(engine, [1.0, 0.0, 0.0, 1.0], 2), lr=1e-2)["optimizer/lr"] == 1e-2
+    assert any(not torch.equal(v, before[k]) for k, v in _weights(learner).items())

@@ -177,3 +177,26 @@ async def test_sessions_are_isolated_and_a_dead_display_is_reported(host, env):
         await replacement.close()
     assert await env.alive()
     assert (await env.screenshot()).shape == (720, 1280, 3)
+
+
+async def test_a_reset_has_its_own_time_budget_not_one_x_calls(monkeypatch):
+    """A reset starts an X server, namespaces and a window manager: on a loaded machine that takes longer than
+    one X call may (``x_timeout``), and must not mark the session hung (it once did: the reset's own budget was
+    chosen by ``fn is not self._reset_sync``, never true of two bound methods)."""
+    import concurrent.futures
+    import time
+
+    from mintgym.environments.desktop import env as desktop_env
+
+    monkeypatch.setattr(desktop_env.DesktopEnvironment, "_reset_sync", lambda self: time.sleep(0.5))
+    monkeypatch.setattr(desktop_env, "RESET_SECONDS", 5.0)
+    session = desktop_env.DesktopEnvironment(x_timeout=0.1)
+    session._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        await session.reset(None, 0)
+        assert not session._hung and session.last_reset_seconds >= 0.5
+        with pytest.raises(EnvironmentCrashed, match="within 0.1 s"):  # an X call still gets x_timeout alone
+            await session._call(time.sleep, 0.5, check_alive=False)
+        assert session._hung
+    finally:
+        session._pool.shutdown(wait=True)

@@ -100,3 +100,17 @@ def test_a_group_is_removed_with_its_processes_and_removing_twice_is_safe():
     assert proc.wait(5) == -9
     assert not any(folder.exists() for folder in made.dirs.values())
     assert os.path.exists("/proc/self")
+
+
+@needs_cgroups
+def test_a_group_weighs_as_many_fresh_groups_as_asked_within_the_kernels_range(group):
+    def weight() -> int:
+        return int((group.dirs["cpu"] / ("cpu.weight" if group.v2 else "cpu.shares")).read_text())
+
+    fresh = weight()
+    group.set_cpu_weight(3)
+    assert weight() == 3 * fresh
+    group.set_cpu_weight(1e6)  # a browser serving more sessions than the kernel can weigh: its maximum
+    assert weight() == (10000 if group.v2 else 262144)
+    group.set_cpu_weight(1)
+    assert weight() == fresh
