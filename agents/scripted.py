@@ -82,15 +82,18 @@ class MistakenOracle(ScriptedAgent):
 
     async def act(self, observation: Observation) -> AgentStep:
         self.acted += 1
-        if self.held:
-            return self.held.pop(0)
-        step = await super().act(observation)
+        step = self.held.pop(0) if self.held else await super().act(observation)
         if self.acted == 1 and self.swap_order and not isinstance(step.action, Done):
             second = await super().act(observation)
-            if not isinstance(second.action, Done):
+            if isinstance(second.action, Done):
+                self.held.append(second)  # one action only: nothing to swap
+            else:
                 self.held.append(step)
-                return second
-            self.held.append(second)  # one action only: nothing to swap
+                step = second
+        return self.answered(step)
+
+    def answered(self, step: AgentStep) -> AgentStep:
+        """``step``, its answer swapped as ``answers`` and ``rate`` say (held steps too: one rule for every one)."""
         action = step.action
         if isinstance(action, Done) and action.answer in self.answers and self.rng.random() < self.rate:
             action = action.model_copy(update={"answer": self.answers[action.answer]})

@@ -85,7 +85,7 @@ def train(config: Path, out: Path, overrides: list[str], log: Path) -> Outcome:
 def share_demonstrations(source: Path, out: Path) -> None:
     """Start the ablation folder ``out`` with the teacher's episodes of the finished run ``source`` (hard links)
     and its record (a run folder without a checkpoint takes the ablation's config over it)."""
-    demonstrations = [d for d in (source / "warm_start").glob("*") if d.is_dir() and d.name not in ("dataset",)]
+    demonstrations = [d for d in (source / "warm_start").glob("*") if d.is_dir() and d.name != "dataset"]
     if out.exists() or not demonstrations or not (source / "config.json").is_file():
         return
     (out / "warm_start").mkdir(parents=True)
